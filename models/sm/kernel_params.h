@@ -1,0 +1,23 @@
+#pragma once
+// How the kernel library lowers ops to CTAs (the choices a tuned library such as CUTLASS makes).
+#include <string>
+#include <vector>
+
+namespace xpusim {
+
+struct KernelLibParams {
+  double launch_gap_s = 0;               // gap between dependent kernels on a stream
+  std::vector<std::string> gemm_tiles;   // candidate CTA output tiles "MxN"
+  double gemm_k_tile_bytes = 0;          // bytes of K per pipeline stage per operand row
+  int gemm_max_stages = 0;               // multistage (TMA) pipeline depth limit
+  int gemm_raster_group = 0;             // CTA rasterisation swizzle group (rows of tiles)
+  int gemm_threads = 0;                  // threads per GEMM CTA (producer + consumer warpgroups)
+  int simt_threads = 0;                  // threads per CTA for elementwise/row-wise kernels
+  double simt_bytes_per_thread = 0;      // bytes each thread moves per pipeline stage
+  int simt_stages = 0;                   // loads in flight per thread (stages)
+  int attention_q_tile = 0;              // query rows per fused-attention CTA
+  int attention_kv_tile = 0;             // key/value rows per inner step
+  int attention_threads = 0;
+};
+
+}  // namespace xpusim

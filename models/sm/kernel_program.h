@@ -1,0 +1,50 @@
+#pragma once
+// What a CTA does, as the kernel library lowered it: a prologue, a pipelined sequence of steps
+// (loads for step s+stages are issued when step s's compute frees its buffer), and an epilogue.
+// The SM executes programs; it does not know which op they came from.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/common/dtype.h"
+#include "models/common/mem_request.h"
+
+namespace xpusim {
+
+struct StepWork {
+  std::vector<Strided> loads;
+  std::vector<Strided> stores;
+  double tensor_macs = 0;  // executed MACs (tile padding included)
+  Dtype tensor_dtype = Dtype::bf16;
+  bool tensor_sparse = false;
+  double fp32_ops = 0;     // lane operations
+  double sfu_ops = 0;      // lane operations
+  double instr_mma = 0;    // warp-level instructions issued, by class
+  double instr_simt = 0;
+  double instr_mem = 0;
+
+  void clear() { *this = StepWork{}; }
+};
+
+struct CtaResources {
+  int threads = 0;
+  int registers = 0;        // per CTA
+  double shared_bytes = 0;  // per CTA
+};
+
+class KernelProgram {
+ public:
+  virtual ~KernelProgram() = default;
+
+  virtual uint64_t num_ctas() const = 0;
+  virtual uint32_t steps(uint64_t cta) const = 0;
+  virtual void prologue(uint64_t /*cta*/, StepWork& /*w*/) const {}
+  virtual void step(uint64_t cta, uint32_t s, StepWork& w) const = 0;
+  virtual void epilogue(uint64_t cta, StepWork& w) const = 0;
+
+  CtaResources resources;
+  int stages = 2;
+  std::string description;  // e.g. "tile 128x256x64, 4 stages, 1 CTA/SM"
+};
+
+}  // namespace xpusim

@@ -1,0 +1,22 @@
+#pragma once
+// A kernel in flight: its program, progress and the counters its CTAs fill.
+#include <cstdint>
+#include <memory>
+
+#include "models/common/op_counters.h"
+#include "models/sm/kernel_program.h"
+
+namespace xpusim {
+
+struct KernelRun {
+  int index = 0;  // op index in the workload
+  std::shared_ptr<const KernelProgram> program;
+  OpCounters counters;
+  uint64_t next_cta = 0;
+  uint64_t done_ctas = 0;
+  double submit_s = 0;  // when the kernel became runnable
+  double end_s = 0;     // when its last CTA finished
+  bool finished = false;
+};
+
+}  // namespace xpusim

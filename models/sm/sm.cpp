@@ -1,0 +1,151 @@
+#include "models/sm/sm.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+
+namespace xpusim {
+
+SmStats SmStats::make(StatRegistry& reg, const std::string& prefix) {
+  SmStats s;
+  s.simt_busy = &reg.add(prefix + ".simt.busy", "s", "SIMT pipelines busy time summed over SMs");
+  s.ctas = &reg.add(prefix + ".ctas", "CTAs", "CTAs executed");
+  s.instr_mma = &reg.add(prefix + ".instructions.mma", "instructions", "Warp-level MMA instructions issued");
+  s.instr_simt = &reg.add(prefix + ".instructions.simt", "instructions", "Warp-level FP32/INT/SFU instructions issued");
+  s.instr_mem = &reg.add(prefix + ".instructions.mem", "instructions", "Warp-level load/store/TMA instructions issued");
+  s.fp32_ops = &reg.add(prefix + ".fp32_ops", "ops", "FP32 lane operations");
+  s.sfu_ops = &reg.add(prefix + ".sfu_ops", "ops", "Special-function lane operations");
+  s.load_bytes = &reg.add(prefix + ".load_bytes", "bytes", "Bytes loaded from the memory system");
+  s.store_bytes = &reg.add(prefix + ".store_bytes", "bytes", "Bytes stored to the memory system");
+  s.tensor = TensorCoreStats::make(reg, prefix + ".tensor_core");
+  return s;
+}
+
+Sm::Sm(sc_core::sc_module_name name, int id, const SmParams& p, const TensorCoreParams& tc, SmStats& stats)
+    : sc_module(name), mem("mem"), id_(id), p_(p), stats_(stats), tensor_core_("tensor_core", tc, p.clock_hz, stats.tensor) {}
+
+bool Sm::fits_empty(const SmParams& p, const CtaResources& r) {
+  return r.threads <= p.max_warps * 32 && r.registers <= p.registers && r.shared_bytes <= p.shared_memory_bytes &&
+         p.max_ctas >= 1;
+}
+
+bool Sm::can_host(const CtaResources& r) const {
+  return ctas_ + 1 <= p_.max_ctas && threads_ + r.threads <= p_.max_warps * 32 &&
+         registers_ + r.registers <= p_.registers && shared_ + r.shared_bytes <= p_.shared_memory_bytes;
+}
+
+void Sm::launch(KernelRun* k, uint64_t cta) {
+  const CtaResources& r = k->program->resources;
+  assert(can_host(r));
+  ++ctas_;
+  threads_ += r.threads;
+  registers_ += r.registers;
+  shared_ += r.shared_bytes;
+  sc_core::sc_spawn_options opts;
+  opts.set_stack_size(64 * 1024);
+  sc_core::sc_spawn([this, k, cta] { run_cta(k, cta); }, nullptr, &opts);
+}
+
+void Sm::wait_until(double t) {
+  const double now = sc_core::sc_time_stamp().to_seconds();
+  if (t > now) sc_core::wait(sc_core::sc_time(t - now, sc_core::SC_SEC));
+}
+
+double Sm::issue(const std::vector<Strided>& blocks, bool write, KernelRun* k) {
+  const double now = sc_core::sc_time_stamp().to_seconds();
+  const uint64_t bytes = total_bytes(blocks);
+  if (bytes == 0) return now;
+  assert(bytes <= std::numeric_limits<unsigned>::max());
+  (write ? stats_.store_bytes : stats_.load_bytes)->value += static_cast<double>(bytes);
+  MemRequest req;
+  req.blocks = &blocks;
+  req.counters = &k->counters;
+  tlm::tlm_generic_payload trans;
+  trans.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  trans.set_address(blocks.front().base);
+  trans.set_data_length(static_cast<unsigned>(bytes));
+  trans.set_streaming_width(static_cast<unsigned>(bytes));
+  trans.set_extension(&req);
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  mem->b_transport(trans, delay);
+  trans.clear_extension(&req);
+  return now + delay.to_seconds();
+}
+
+double Sm::compute(const StepWork& w, KernelRun* k) {
+  const double now = sc_core::sc_time_stamp().to_seconds();
+  OpCounters& c = k->counters;
+  double end = tensor_core_.execute(now, w.tensor_macs, w.tensor_dtype, w.tensor_sparse, c);
+
+  const double issue_slots = w.instr_mma + w.instr_simt + w.instr_mem;
+  const double cycles = std::max({w.fp32_ops / p_.fp32_lanes, w.sfu_ops / p_.sfu_lanes, issue_slots / p_.sub_partitions});
+  if (cycles > 0) {
+    const double duration = cycles / p_.clock_hz;
+    end = std::max(end, simt_.reserve_for(now, now, duration));
+    stats_.simt_busy->value += duration;
+    c.simt_busy_s += duration;
+  }
+  stats_.instr_mma->value += w.instr_mma;
+  stats_.instr_simt->value += w.instr_simt;
+  stats_.instr_mem->value += w.instr_mem;
+  stats_.fp32_ops->value += w.fp32_ops;
+  stats_.sfu_ops->value += w.sfu_ops;
+  c.instr_mma += w.instr_mma;
+  c.instr_simt += w.instr_simt;
+  c.instr_mem += w.instr_mem;
+  c.fp32_ops += w.fp32_ops;
+  c.sfu_ops += w.sfu_ops;
+  return end;
+}
+
+void Sm::run_cta(KernelRun* k, uint64_t cta) {
+  const KernelProgram& prog = *k->program;
+  const double start = sc_core::sc_time_stamp().to_seconds();
+  double stores_done = start;
+
+  StepWork pro;
+  prog.prologue(cta, pro);
+  const double pro_ready = issue(pro.loads, false, k);
+
+  const uint32_t n = prog.steps(cta);
+  const uint32_t depth = std::min<uint32_t>(static_cast<uint32_t>(std::max(1, prog.stages)), n);
+  std::vector<StepWork> ring(depth);
+  std::vector<double> ready(depth);
+  for (uint32_t i = 0; i < depth; ++i) {
+    prog.step(cta, i, ring[i]);
+    ready[i] = issue(ring[i].loads, false, k);
+  }
+  wait_until(pro_ready);
+  wait_until(compute(pro, k));
+
+  for (uint32_t s = 0; s < n; ++s) {
+    const uint32_t slot = s % depth;
+    wait_until(ready[slot]);
+    wait_until(compute(ring[slot], k));
+    stores_done = std::max(stores_done, issue(ring[slot].stores, true, k));
+    if (s + depth < n) {
+      ring[slot].clear();
+      prog.step(cta, s + depth, ring[slot]);
+      ready[slot] = issue(ring[slot].loads, false, k);
+    }
+  }
+
+  StepWork epi;
+  prog.epilogue(cta, epi);
+  double end = compute(epi, k);
+  if (k->counters.tensor_busy_s > 0) end += tensor_core_.drain_s();
+  wait_until(end);
+  stores_done = std::max(stores_done, issue(epi.stores, true, k));
+  wait_until(stores_done);
+
+  const CtaResources& r = prog.resources;
+  --ctas_;
+  threads_ -= r.threads;
+  registers_ -= r.registers;
+  shared_ -= r.shared_bytes;
+  stats_.ctas->value += 1;
+  k->counters.cta_resident_s += sc_core::sc_time_stamp().to_seconds() - start;
+  if (on_cta_done) on_cta_done(k);
+}
+
+}  // namespace xpusim

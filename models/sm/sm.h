@@ -1,0 +1,62 @@
+#pragma once
+// A streaming multiprocessor at CTA granularity. Each resident CTA runs as its own SystemC
+// thread through its program: pipelined loads over the TLM socket, MMA work on the tensor core,
+// and SIMT work issued by the warp schedulers to the FP32 and SFU lanes. Occupancy (CTA slots,
+// warps, registers, shared memory) limits how many CTAs the dispatcher may place here.
+#include <functional>
+
+#include "models/common/bandwidth_resource.h"
+#include "models/common/stats.h"
+#include "models/common/systemc.h"
+#include "models/sm/kernel_run.h"
+#include "models/sm/sm_params.h"
+#include "models/tensor_core/tensor_core.h"
+#include "tlm_utils/simple_initiator_socket.h"
+
+namespace xpusim {
+
+struct SmStats {
+  Stat* simt_busy = nullptr;
+  Stat* ctas = nullptr;
+  Stat* instr_mma = nullptr;
+  Stat* instr_simt = nullptr;
+  Stat* instr_mem = nullptr;
+  Stat* fp32_ops = nullptr;
+  Stat* sfu_ops = nullptr;
+  Stat* load_bytes = nullptr;
+  Stat* store_bytes = nullptr;
+  TensorCoreStats tensor;
+  static SmStats make(StatRegistry& reg, const std::string& prefix);
+};
+
+class Sm : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<Sm> mem;
+
+  Sm(sc_core::sc_module_name name, int id, const SmParams& p, const TensorCoreParams& tc, SmStats& stats);
+
+  bool can_host(const CtaResources& r) const;
+  static bool fits_empty(const SmParams& p, const CtaResources& r);
+  // Places CTA `cta` of `k` here and starts it now.
+  void launch(KernelRun* k, uint64_t cta);
+  int resident_ctas() const { return ctas_; }
+  TensorCore& tensor_core() { return tensor_core_; }
+
+  std::function<void(KernelRun*)> on_cta_done;  // set by the dispatcher
+
+ private:
+  void run_cta(KernelRun* k, uint64_t cta);
+  double issue(const std::vector<Strided>& blocks, bool write, KernelRun* k);
+  double compute(const StepWork& w, KernelRun* k);
+  static void wait_until(double t);
+
+  int id_;
+  SmParams p_;
+  SmStats& stats_;
+  TensorCore tensor_core_;
+  BandwidthResource simt_;
+  int ctas_ = 0, threads_ = 0, registers_ = 0;
+  double shared_ = 0;
+};
+
+}  // namespace xpusim

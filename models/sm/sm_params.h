@@ -1,0 +1,19 @@
+#pragma once
+// Streaming multiprocessor parameters. Declared (name, unit, range, meaning) in sim/config/schema.cpp.
+
+namespace xpusim {
+
+struct SmParams {
+  int count = 0;                     // SMs enabled on the chip
+  double clock_hz = 0;               // SM clock used for all SM-side timing
+  int sub_partitions = 0;            // processing blocks, one warp scheduler each
+  int max_warps = 0;                 // resident warps per SM
+  int max_ctas = 0;                  // resident CTAs per SM
+  int registers = 0;                 // 32-bit registers per SM
+  double shared_memory_bytes = 0;    // shared memory a kernel may use per SM
+  int fp32_lanes = 0;                // FP32 FMA lanes per SM
+  int sfu_lanes = 0;                 // special-function (exp, rsqrt) lanes per SM
+  double l1_bytes_per_cycle = 0;     // L1/shared memory load bandwidth per SM
+};
+
+}  // namespace xpusim

@@ -1,0 +1,36 @@
+#pragma once
+// The tensor cores of one SM as one matrix unit: MMA work of a CTA step occupies it for
+// macs / (per_sm x MACs-per-clock[dtype]) cycles, twice as fast on 2:4-sparse weights where
+// supported. CTAs resident on the same SM queue for it.
+#include "models/common/bandwidth_resource.h"
+#include "models/common/op_counters.h"
+#include "models/common/stats.h"
+#include "models/common/systemc.h"
+#include "models/tensor_core/tensor_core_params.h"
+
+namespace xpusim {
+
+struct TensorCoreStats {
+  Stat* busy = nullptr;
+  Stat* macs[kNumDtypes] = {};
+  static TensorCoreStats make(StatRegistry& reg, const std::string& prefix);
+};
+
+class TensorCore : public sc_core::sc_module {
+ public:
+  TensorCore(sc_core::sc_module_name name, const TensorCoreParams& p, double clock_hz, TensorCoreStats& stats);
+
+  // MACs per clock for this SM; 0 if the format is unsupported.
+  double macs_per_clock(Dtype d, bool sparse) const;
+  // Starts MMA work at `now` (queued behind earlier work); returns its end time in seconds.
+  double execute(double now, double macs, Dtype d, bool sparse, OpCounters& c);
+  double drain_s() const { return p_.mma_latency_cycles / clock_hz_; }
+
+ private:
+  TensorCoreParams p_;
+  double clock_hz_;
+  BandwidthResource unit_;
+  TensorCoreStats& stats_;
+};
+
+}  // namespace xpusim

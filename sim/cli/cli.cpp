@@ -1,0 +1,326 @@
+#include "sim/cli/cli.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "models/common/systemc.h"
+#include "sim/config/config_loader.h"
+#include "sim/config/units.h"
+#include "sim/engine/simulate.h"
+#include "sim/report/report.h"
+#include "sim/trace/trace.h"
+#include "sim/version.h"
+
+namespace xpusim::cli {
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const std::map<std::string, std::string>& commands() {
+  static const std::map<std::string, std::string> c = {
+      {"run", "simulate a trace on a hardware config and write the report"},
+      {"check", "validate a config and/or a trace without simulating"},
+      {"describe", "list every hardware parameter (name, unit, default, range, meaning), or a config's resolved values"},
+  };
+  return c;
+}
+
+std::string top_help() {
+  std::string s =
+      "xpusim " + std::string(kVersion) +
+      ": a cycle-approximate simulator of GPUs and deep-learning accelerators\n\n"
+      "usage: xpusim <command> [options]\n       xpusim --version | --help\n\ncommands:\n";
+  for (const auto& [name, what] : commands()) s += "  " + name + std::string(10 - name.size(), ' ') + what + "\n";
+  s += "\n`xpusim <command> --help` shows a command's options.\n";
+  return s;
+}
+
+void add_logging(po::options_description& d) {
+  d.add_options()("verbose,v", "more log output (debug)")("quiet,q", "only warnings and errors");
+}
+
+void setup_logging(const po::variables_map& vm) {
+  auto level = spdlog::level::info;
+  if (vm.count("verbose")) level = spdlog::level::debug;
+  if (vm.count("quiet")) level = spdlog::level::warn;
+  spdlog::set_level(level);
+}
+
+po::variables_map parse(const std::string& cmd, const std::vector<std::string>& args, const po::options_description& d) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(d).run(), vm);
+    po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    std::vector<std::string> names;
+    for (const auto& o : d.options()) names.push_back("--" + o->long_name());
+    const std::string hint = config::closest_match(e.get_option_name(), names);
+    throw UsageError("xpusim " + cmd + ": unknown option '" + e.get_option_name() + "'" +
+                     (hint.empty() ? "" : " (did you mean '" + hint + "'?)") + "; see `xpusim " + cmd + " --help`");
+  } catch (const po::error& e) {
+    throw UsageError("xpusim " + cmd + ": " + e.what() + "; see `xpusim " + cmd + " --help`");
+  }
+  return vm;
+}
+
+void write_atomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw UserError(path.string() + ": cannot write (check --out)");
+    f << text;
+    if (!f.flush()) throw UserError(path.string() + ": write failed");
+  }
+  fs::rename(tmp, path);
+}
+
+std::vector<std::string> sets(const po::variables_map& vm) {
+  return vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+}
+
+int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description d("xpusim run: simulate a trace on a hardware config\n\nusage: xpusim run --config FILE --trace FILE [options]\n\noptions");
+  d.add_options()("help,h", "show this help")
+      ("config,c", po::value<std::string>(), "hardware description (YAML), e.g. configs/h100-sxm.yaml")
+      ("trace,t", po::value<std::string>(), "workload trace (.yaml or .jsonl), e.g. traces/gemm/bf16-8192.yaml")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value: --set hbm.bandwidth=\"4 TB/s\" (repeatable)")
+      ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, summary.md, ops.csv, resolved-config.yaml")
+      ("show-ops", po::value<int>()->default_value(20), "ops listed on the terminal (the longest ones)");
+  add_logging(d);
+  const auto vm = parse(cmd, args, d);
+  if (vm.count("help")) {
+    out << d << "\n";
+    return 0;
+  }
+  setup_logging(vm);
+  if (!vm.count("config")) throw UsageError("xpusim run: --config is required; see `xpusim run --help`");
+  if (!vm.count("trace")) throw UsageError("xpusim run: --trace is required; see `xpusim run --help`");
+  if (vm["show-ops"].as<int>() < 1) throw UsageError("xpusim run: --show-ops must be at least 1");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const config::LoadedConfig cfg = config::load_config(vm["config"].as<std::string>(), sets(vm));
+  const trace::Trace tr = trace::load_trace(vm["trace"].as<std::string>());
+  spdlog::debug("loaded {} ({} parameters) and {} ({} ops)", cfg.file, cfg.entries.size(), tr.file, tr.ops.size());
+
+  const fs::path dir = vm["out"].as<std::string>();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw UserError(dir.string() + ": cannot create output directory");
+  write_atomically(dir / "resolved-config.yaml",
+                   config::resolved_yaml(cfg, "Resolved configuration of " + cfg.chip.name + " as run by xpusim " + kVersion));
+
+  engine::SimResult result;
+  engine::simulate(cfg, tr, result);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const report::Report rep = report::build(cfg, tr, result);
+  write_atomically(dir / "report.json", report::to_json(rep));
+  write_atomically(dir / "ops.csv", report::to_csv(rep));
+  write_atomically(dir / "summary.md", report::to_markdown(rep, wall));
+  if (!vm.count("quiet")) {
+    out << report::terminal_table(rep, static_cast<size_t>(vm["show-ops"].as<int>()));
+    out << "wrote " << (dir / "report.json").string() << ", summary.md, ops.csv, resolved-config.yaml (simulated in "
+        << units::format(wall, units::Dim::Time) << " wall time)\n";
+  }
+  return 0;
+}
+
+int cmd_check(const std::string& cmd, const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description d("xpusim check: validate inputs without simulating\n\nusage: xpusim check [--config FILE] [--trace FILE]\n\noptions");
+  d.add_options()("help,h", "show this help")
+      ("config,c", po::value<std::string>(), "hardware description to validate")
+      ("trace,t", po::value<std::string>(), "trace to validate (with --config, also checks the chip can run every op)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value (repeatable)");
+  add_logging(d);
+  const auto vm = parse(cmd, args, d);
+  if (vm.count("help")) {
+    out << d << "\n";
+    return 0;
+  }
+  setup_logging(vm);
+  if (!vm.count("config") && !vm.count("trace")) throw UsageError("xpusim check: give --config, --trace or both");
+  std::optional<config::LoadedConfig> cfg;
+  if (vm.count("config")) {
+    cfg = config::load_config(vm["config"].as<std::string>(), sets(vm));
+    out << cfg->file << ": ok (" << cfg->chip.kind << " '" << cfg->chip.name << "', " << cfg->entries.size() << " parameters)\n";
+  }
+  if (vm.count("trace")) {
+    const trace::Trace tr = trace::load_trace(vm["trace"].as<std::string>());
+    double flops = 0;
+    for (const auto& op : tr.ops) flops += op.flops();
+    out << tr.file << ": ok (" << tr.ops.size() << " ops, " << flops / 1e12 << " TFLOP)\n";
+    if (cfg && cfg->chip.kind == "gpu") {
+      engine::lower_all(*cfg, tr);
+      out << "every op lowers onto " << cfg->chip.name << "\n";
+    }
+  }
+  return 0;
+}
+
+std::string kind_text(const config::ParamSpec& p) {
+  switch (p.kind) {
+    case config::Kind::Int: return "integer";
+    case config::Kind::Float: return "number";
+    case config::Kind::Quantity: return units::dim_name(p.dim);
+    case config::Kind::Bool: return "true|false";
+    case config::Kind::Enum: {
+      std::string s;
+      for (const auto& c : p.choices) s += (s.empty() ? "" : "|") + c;
+      return s;
+    }
+    case config::Kind::String: return "text";
+    case config::Kind::StringList: return "list";
+  }
+  return "?";
+}
+
+std::string range_text(const config::ParamSpec& p) {
+  if (p.kind != config::Kind::Int && p.kind != config::Kind::Float && p.kind != config::Kind::Quantity) return "";
+  auto f = [&](double v) {
+    if (p.kind == config::Kind::Quantity) return units::format(v, p.dim);
+    return units::format(v, units::Dim::None);
+  };
+  return "[" + f(p.range.lo) + ", " + f(p.range.hi) + "]";
+}
+
+int cmd_describe(const std::string& cmd, const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description d(
+      "xpusim describe: every parameter of every model, or a config's resolved values\n\n"
+      "usage: xpusim describe [--kind gpu|accelerator] [--model SECTION] [--format text|markdown]\n"
+      "       xpusim describe --config FILE [--set key=value ...]\n\noptions");
+  d.add_options()("help,h", "show this help")
+      ("config,c", po::value<std::string>(), "show this config's resolved values and where each came from")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value (repeatable)")
+      ("kind,k", po::value<std::string>(), "only this chip kind: gpu or accelerator")
+      ("model,m", po::value<std::string>(), "only this section, e.g. sm, l2, hbm")
+      ("format,f", po::value<std::string>()->default_value("text"), "text or markdown");
+  add_logging(d);
+  const auto vm = parse(cmd, args, d);
+  if (vm.count("help")) {
+    out << d << "\n";
+    return 0;
+  }
+  setup_logging(vm);
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "text" && format != "markdown") throw UsageError("xpusim describe: --format must be text or markdown");
+  if (vm.count("config")) {
+    const auto cfg = config::load_config(vm["config"].as<std::string>(), sets(vm));
+    out << config::resolved_yaml(cfg, cfg.chip.name + " (" + cfg.chip.kind + "): " + cfg.chip.description);
+    return 0;
+  }
+  std::vector<std::string> kinds = config::chip_kinds();
+  if (vm.count("kind")) {
+    const std::string k = vm["kind"].as<std::string>();
+    config::schema_for(k);
+    kinds = {k};
+  }
+  const std::string model = vm.count("model") ? vm["model"].as<std::string>() : "";
+  bool found = model.empty();
+  for (const auto& k : kinds) {
+    const config::Schema& s = config::schema_for(k);
+    if (format == "markdown") out << "## Chip kind `" << k << "`\n\n";
+    else out << "== chip kind: " << k << " ==\n";
+    for (const auto& sec : s.sections) {
+      if (!model.empty() && sec.name != model) continue;
+      found = true;
+      const std::string title = sec.name.empty() ? "(top level)" : sec.name;
+      if (format == "markdown") {
+        out << "### `" << title << "`: " << sec.description << "\n\n| key | type | default | range | meaning |\n|---|---|---|---|---|\n";
+        for (const auto& p : sec.params)
+          out << "| `" << p.key << "` | " << kind_text(p) << " | " << (p.need.required ? "**required**" : "`" + p.need.default_text + "`")
+              << " | " << range_text(p) << " | " << p.description << " |\n";
+        out << "\n";
+      } else {
+        out << "\n[" << title << "] " << sec.description << "\n";
+        for (const auto& p : sec.params) {
+          out << "  " << p.key << " (" << kind_text(p) << ")";
+          out << (p.need.required ? "  required" : "  default " + p.need.default_text);
+          const std::string r = range_text(p);
+          if (!r.empty()) out << "  range " << r;
+          out << "\n      " << p.description << "\n";
+        }
+      }
+    }
+    out << "\n";
+  }
+  if (!found) {
+    std::vector<std::string> names;
+    for (const auto& k : kinds)
+      for (const auto& sec : config::schema_for(k).sections)
+        if (!sec.name.empty()) names.push_back(sec.name);
+    const std::string hint = config::closest_match(model, names);
+    throw UsageError("xpusim describe: no model section '" + model + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  }
+  return 0;
+}
+
+void route_systemc_reports() {
+  sc_core::sc_report_handler::set_handler([](const sc_core::sc_report& r, const sc_core::sc_actions& actions) {
+    const std::string msg = std::string("SystemC ") + r.get_msg_type() + ": " + r.get_msg();
+    switch (r.get_severity()) {
+      case sc_core::SC_INFO: spdlog::get("systemc")->debug(msg); break;
+      case sc_core::SC_WARNING: spdlog::get("systemc")->warn(msg); break;
+      default: spdlog::get("systemc")->error(msg); break;
+    }
+    if (actions & sc_core::SC_THROW) throw std::logic_error(msg);
+    if (actions & sc_core::SC_ABORT) std::abort();
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  if (!spdlog::get("systemc")) {
+    auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("xpusim", sink));
+    spdlog::register_logger(std::make_shared<spdlog::logger>("systemc", sink));
+    spdlog::set_pattern("[%^%l%$] %v");
+  }
+  route_systemc_reports();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+      if (args.size() >= 2 && commands().count(args[1])) args = {args[1], "--help"};
+      else {
+        out << top_help();
+        return args.empty() ? 2 : 0;
+      }
+    }
+    if (args[0] == "--version" || args[0] == "-V") {
+      out << "xpusim " << kVersion << " (SystemC " << sc_core::sc_release() << ")\n";
+      return 0;
+    }
+    const std::string cmd = args[0];
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (cmd == "run") return cmd_run(cmd, rest, out);
+    if (cmd == "check") return cmd_check(cmd, rest, out);
+    if (cmd == "describe") return cmd_describe(cmd, rest, out);
+    std::vector<std::string> names;
+    for (const auto& [n, _] : commands()) names.push_back(n);
+    const std::string hint = config::closest_match(cmd, names);
+    throw UsageError("xpusim: unknown command '" + cmd + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
+                     "; see `xpusim --help`");
+  } catch (const UsageError& e) {
+    err << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const UserError& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    err << "internal error (please report): " << e.what() << "\n";
+    return 3;
+  }
+}
+
+}  // namespace xpusim::cli

@@ -1,0 +1,46 @@
+#pragma once
+// A whole hardware description after loading: the Params structs the builder hands to models.
+#include <string>
+#include <vector>
+
+#include "models/accelerator/accelerator_params.h"
+#include "models/memory/memory_params.h"
+#include "models/sm/kernel_params.h"
+#include "models/sm/sm_params.h"
+#include "models/tensor_core/tensor_core_params.h"
+#include "sim/config/param_table.h"
+
+namespace xpusim::config {
+
+struct GpuConfig {
+  SmParams sm;
+  TensorCoreParams tensor_core;
+  CrossbarParams noc;
+  L2Params l2;
+  HbmParams hbm;
+  KernelLibParams kernels;
+};
+
+struct AcceleratorConfig {
+  AcceleratorParams accelerator;
+  DramParams dram;
+};
+
+struct ChipConfig {
+  std::string name;
+  std::string kind;  // "gpu" or "accelerator"
+  std::string description;
+  GpuConfig gpu;
+  AcceleratorConfig accel;
+};
+
+// The parameter tables: top-level keys first, then one section per model.
+struct Schema {
+  std::string kind;
+  std::vector<Section> sections;
+};
+
+const Schema& schema_for(const std::string& kind);  // "gpu" or "accelerator"; throws otherwise
+std::vector<std::string> chip_kinds();
+
+}  // namespace xpusim::config

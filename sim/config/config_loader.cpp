@@ -1,0 +1,320 @@
+#include "sim/config/config_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "sim/config/yaml_util.h"
+
+namespace xpusim::config {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Leaf {
+  std::string path;
+  YAML::Node node;  // scalar or sequence
+  SourceLoc key_loc;
+  SourceLoc value_loc;
+};
+
+using LeafMap = std::map<std::string, Leaf>;
+
+[[noreturn]] void fail(const SourceLoc& at, const std::string& key, const std::string& msg) {
+  throw UserError(at.str() + ": " + (key.empty() ? "" : "key '" + key + "': ") + msg);
+}
+
+void flatten(const YAML::Node& map, const std::string& prefix, const std::string& file, LeafMap& out,
+             std::set<std::string>& seen_here) {
+  for (const auto& kv : map) {
+    const SourceLoc key_loc = yaml_loc(file, kv.first);
+    if (!kv.first.IsScalar()) fail(key_loc, prefix, "keys must be plain names");
+    const std::string key = kv.first.Scalar();
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (!seen_here.insert(path).second) fail(key_loc, path, "duplicate key");
+    const YAML::Node& v = kv.second;
+    if (v.IsMap()) {
+      flatten(v, path, file, out, seen_here);
+    } else {
+      out[path] = Leaf{path, v, key_loc, yaml_loc(file, v)};
+    }
+  }
+}
+
+LeafMap load_file(const std::string& path, std::vector<std::string>& chain) {
+  const std::string canonical = fs::weakly_canonical(path).string();
+  if (std::find(chain.begin(), chain.end(), canonical) != chain.end())
+    throw UserError(path + ": 'extends' forms a cycle through this file");
+  chain.push_back(canonical);
+  const YAML::Node root = load_yaml_file(path);
+  if (!root.IsMap()) fail(yaml_loc(path, root), "", "a config must be a mapping of keys to values");
+
+  LeafMap merged;
+  if (const YAML::Node ext = root["extends"]) {
+    std::vector<YAML::Node> parents;
+    if (ext.IsScalar()) parents.push_back(ext);
+    else if (ext.IsSequence()) for (const auto& p : ext) parents.push_back(p);
+    else fail(yaml_loc(path, ext), "extends", "must be a file name or a list of file names");
+    for (const auto& p : parents) {
+      if (!p.IsScalar()) fail(yaml_loc(path, p), "extends", "must be a file name");
+      const fs::path parent = fs::path(path).parent_path() / p.Scalar();
+      if (!fs::exists(parent)) fail(yaml_loc(path, p), "extends", "file '" + parent.string() + "' does not exist");
+      for (auto& [k, leaf] : load_file(parent.string(), chain)) merged[k] = leaf;  // later parents win
+    }
+  }
+  LeafMap own;
+  std::set<std::string> seen;
+  flatten(root, "", path, own, seen);
+  own.erase("extends");
+  for (auto& [k, leaf] : own) {
+    // A child may replace a whole subtree with a scalar only if the schema allows it; that is
+    // checked later. Here the child's value simply wins over every parent value at or below it.
+    for (auto it = merged.lower_bound(k + "."); it != merged.end() && it->first.rfind(k + ".", 0) == 0;)
+      it = merged.erase(it);
+    merged[k] = leaf;
+  }
+  chain.pop_back();
+  return merged;
+}
+
+bool parse_integer(const std::string& s, long long& out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  out = std::strtoll(s.c_str(), &end, 10);
+  return errno == 0 && end && *end == '\0';
+}
+
+bool parse_double(const std::string& s, double& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  out = std::strtod(s.c_str(), &end);
+  return end && *end == '\0' && std::isfinite(out);
+}
+
+std::string range_text(const ParamSpec& spec) {
+  auto fmt = [&](double v) {
+    if (spec.kind == Kind::Quantity) return units::format(v, spec.dim);
+    std::ostringstream os;
+    os << v;
+    return os.str();
+  };
+  return "[" + fmt(spec.range.lo) + ", " + fmt(spec.range.hi) + "]";
+}
+
+Value to_value(const ParamSpec& spec, const YAML::Node& node, const SourceLoc& at) {
+  Value v;
+  if (spec.kind == Kind::StringList) {
+    if (!node.IsSequence()) fail(at, spec.key, "expected a list, e.g. [a, b]");
+    for (const auto& item : node) {
+      if (!item.IsScalar()) fail(at, spec.key, "list items must be plain values");
+      v.list.push_back(item.Scalar());
+    }
+    return v;
+  }
+  if (!node.IsDefined() || node.IsNull()) fail(at, spec.key, "has no value");
+  if (!node.IsScalar()) fail(at, spec.key, "expected a single value, not a list or mapping");
+  const std::string s = node.Scalar();
+  switch (spec.kind) {
+    case Kind::Int: {
+      long long n = 0;
+      if (!parse_integer(s, n)) {
+        double d;
+        if (parse_double(s, d)) fail(at, spec.key, "'" + s + "' must be a whole number");
+        fail(at, spec.key, "'" + s + "' is not an integer" +
+                               (s.find_first_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string::npos
+                                    ? " (this parameter is a plain count and takes no unit)"
+                                    : ""));
+      }
+      v.number = static_cast<double>(n);
+      break;
+    }
+    case Kind::Float:
+      if (!parse_double(s, v.number)) fail(at, spec.key, "'" + s + "' is not a number");
+      break;
+    case Kind::Quantity:
+      try {
+        v.number = units::parse(s, spec.dim).value;
+      } catch (const std::invalid_argument& e) {
+        fail(at, spec.key, e.what());
+      }
+      break;
+    case Kind::Bool:
+      if (s == "true") v.flag = true;
+      else if (s == "false") v.flag = false;
+      else fail(at, spec.key, "'" + s + "' must be true or false");
+      return v;
+    case Kind::Enum: {
+      if (std::find(spec.choices.begin(), spec.choices.end(), s) == spec.choices.end()) {
+        std::string list;
+        for (const auto& c : spec.choices) list += (list.empty() ? "" : ", ") + c;
+        const std::string hint = closest_match(s, spec.choices);
+        fail(at, spec.key, "'" + s + "' is not one of: " + list + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+      }
+      v.text = s;
+      return v;
+    }
+    case Kind::String:
+      v.text = s;
+      return v;
+    case Kind::StringList:
+      break;
+  }
+  if (v.number < spec.range.lo || v.number > spec.range.hi)
+    fail(at, spec.key, "value " + s + " is out of range " + range_text(spec));
+  return v;
+}
+
+std::string leaf_text(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  std::string out = "[";
+  bool first = true;
+  for (const auto& item : n) {
+    out += (first ? "" : ", ") + (item.IsScalar() ? item.Scalar() : std::string("?"));
+    first = false;
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  std::string best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    const size_t d = distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  if (!fs::exists(path)) throw UserError(path + ": config file does not exist");
+  std::vector<std::string> chain;
+  LeafMap leaves = load_file(path, chain);
+
+  for (const auto& o : overrides) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UserError("--set '" + o + "': expected key.path=value, e.g. --set hbm.bandwidth=\"4 TB/s\"");
+    const std::string key = o.substr(0, eq);
+    const std::string text = o.substr(eq + 1);
+    YAML::Node node;
+    try {
+      node = YAML::Load(text);
+    } catch (const YAML::Exception&) {
+      node = YAML::Node(text);
+    }
+    if (node.IsNull()) node = YAML::Node(text);
+    const SourceLoc at{"--set " + key, 0, 0};
+    for (auto it = leaves.lower_bound(key + "."); it != leaves.end() && it->first.rfind(key + ".", 0) == 0;)
+      it = leaves.erase(it);
+    leaves[key] = Leaf{key, node, at, at};
+  }
+
+  LoadedConfig out;
+  out.file = path;
+  const auto kind_it = leaves.find("kind");
+  if (kind_it == leaves.end()) throw UserError(path + ": missing required key 'kind' (one of: gpu, accelerator)");
+  const Leaf& kind_leaf = kind_it->second;
+  if (!kind_leaf.node.IsScalar()) fail(kind_leaf.value_loc, "kind", "expected gpu or accelerator");
+  const std::string kind = kind_leaf.node.Scalar();
+  const Schema* schema = nullptr;
+  try {
+    schema = &schema_for(kind);
+  } catch (const UserError&) {
+    const std::string hint = closest_match(kind, chip_kinds());
+    fail(kind_leaf.value_loc, "kind", "'" + kind + "' is not one of: gpu, accelerator" +
+                                          (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  }
+
+  std::map<std::string, const ParamSpec*> by_key;
+  std::set<std::string> section_names;
+  std::vector<std::string> all_keys;
+  for (const auto& sec : schema->sections) {
+    for (const auto& p : sec.params) {
+      by_key[p.key] = &p;
+      all_keys.push_back(p.key);
+      for (size_t dot = p.key.find('.'); dot != std::string::npos; dot = p.key.find('.', dot + 1))
+        section_names.insert(p.key.substr(0, dot));
+    }
+  }
+  for (const auto& [key, leaf] : leaves) {
+    if (by_key.count(key)) continue;
+    if (section_names.count(key)) fail(leaf.value_loc, key, "is a section; expected a mapping of its keys");
+    const std::string hint = closest_match(key, all_keys);
+    fail(leaf.key_loc, key, "unknown key for a " + kind + " config" +
+                                (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
+                                "; `xpusim describe` lists every parameter");
+  }
+
+  for (const auto& sec : schema->sections) {
+    void* target = sec.locate(&out.chip);
+    for (const auto& spec : sec.params) {
+      ResolvedEntry entry;
+      entry.spec = &spec;
+      Value value;
+      const auto it = leaves.find(spec.key);
+      if (it != leaves.end()) {
+        value = to_value(spec, it->second.node, it->second.value_loc);
+        entry.text = leaf_text(it->second.node);
+        entry.source = it->second.value_loc;
+      } else if (spec.need.required) {
+        throw UserError(path + ": missing required key '" + spec.key + "' (" + spec.description + ")");
+      } else {
+        YAML::Node def = YAML::Load(spec.need.default_text);
+        if (def.IsNull()) def = YAML::Node(spec.need.default_text);
+        value = to_value(spec, def, SourceLoc{"<default of " + spec.key + ">", 0, 0});
+        entry.text = spec.need.default_text;
+      }
+      spec.assign(target, value);
+      out.entries.push_back(std::move(entry));
+    }
+  }
+  return out;
+}
+
+std::string resolved_yaml(const LoadedConfig& cfg, const std::string& header_comment) {
+  std::ostringstream os;
+  os << "# " << header_comment << "\n# Each value is followed by where it came from.\n";
+  std::vector<std::string> open;  // currently open mapping path components
+  for (const auto& e : cfg.entries) {
+    std::vector<std::string> parts;
+    std::string key = e.spec->key;
+    for (size_t pos; (pos = key.find('.')) != std::string::npos; key = key.substr(pos + 1))
+      parts.push_back(key.substr(0, pos));
+    size_t common = 0;
+    while (common < open.size() && common < parts.size() && open[common] == parts[common]) ++common;
+    open.resize(common);
+    for (size_t i = common; i < parts.size(); ++i) {
+      os << std::string(2 * i, ' ') << parts[i] << ":\n";
+      open.push_back(parts[i]);
+    }
+    std::string text = e.text;
+    if (e.spec->kind == Kind::String) text = yaml_quote(text);
+    os << std::string(2 * parts.size(), ' ') << key << ": " << text << "  # " << e.source.str() << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace xpusim::config

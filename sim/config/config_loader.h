@@ -1,0 +1,33 @@
+#pragma once
+// Loads a hardware description: YAML with units, `extends:` composition and `--set` overrides,
+// checked against the parameter tables. Every error names file, line, column and key path.
+#include <string>
+#include <vector>
+
+#include "sim/config/chip_config.h"
+#include "sim/error.h"
+
+namespace xpusim::config {
+
+struct ResolvedEntry {
+  const ParamSpec* spec = nullptr;
+  std::string text;  // the value as written (or the default's text)
+  SourceLoc source;  // where it came from
+};
+
+struct LoadedConfig {
+  std::string file;  // the top-level file as given
+  ChipConfig chip;
+  std::vector<ResolvedEntry> entries;  // one per declared parameter, in table order
+};
+
+// `overrides` are "key.path=value" strings as given to --set.
+LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The resolved configuration as YAML that loads again, each value commented with its source.
+std::string resolved_yaml(const LoadedConfig& cfg, const std::string& header_comment);
+
+// Closest of `candidates` to `word` by edit distance, or "" if none is close.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace xpusim::config

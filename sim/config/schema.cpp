@@ -1,0 +1,197 @@
+// The one place where every hardware parameter is declared. `xpusim describe` prints these
+// tables and docs/config-reference.md is generated from them.
+#include <stdexcept>
+
+#include "sim/config/chip_config.h"
+#include "sim/error.h"
+
+namespace xpusim::config {
+namespace {
+
+using units::Dim;
+
+constexpr double kGHz = 1e9, kKiB = 1024.0, kGiB = kKiB * kKiB * kKiB;
+
+template <class P>
+SectionBuilder<P> section(Schema& s, const std::string& name, const std::string& desc,
+                          std::function<void*(void*)> locate) {
+  s.sections.push_back(Section{name, desc, {}, std::move(locate)});
+  return SectionBuilder<P>(s.sections.back());
+}
+
+void add_top_level(Schema& s) {
+  section<ChipConfig>(s, "", "Top-level keys", [](void* w) { return w; })
+      .text("name", &ChipConfig::name, required(), "Short name of the chip, used in reports")
+      .choice("kind", &ChipConfig::kind, chip_kinds(), required(),
+              "Which family of timing models describes the chip")
+      .text("description", &ChipConfig::description, def(""), "Free text shown by `xpusim describe`");
+}
+
+Schema make_gpu_schema() {
+  Schema s;
+  s.kind = "gpu";
+  add_top_level(s);
+  auto gpu = [](void* w) { return &static_cast<ChipConfig*>(w)->gpu; };
+
+  section<SmParams>(s, "sm", "Streaming multiprocessors",
+                    [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->sm; })
+      .integer("count", &SmParams::count, required(), between(1, 4096), "SMs enabled on the chip")
+      .quantity("clock", &SmParams::clock_hz, Dim::Frequency, required(), between(1e6, 10 * kGHz),
+                "SM clock for all SM-side timing")
+      .integer("sub_partitions", &SmParams::sub_partitions, def("4"), between(1, 16),
+               "Processing blocks per SM, each with one warp scheduler issuing one instruction per clock")
+      .integer("max_warps", &SmParams::max_warps, def("64"), between(1, 1024), "Resident warps per SM")
+      .integer("max_ctas", &SmParams::max_ctas, def("32"), between(1, 1024), "Resident CTAs per SM")
+      .integer("registers", &SmParams::registers, def("65536"), between(1024, 1 << 24),
+               "32-bit registers per SM")
+      .quantity("shared_memory", &SmParams::shared_memory_bytes, Dim::Size, def("228 KiB"),
+                between(1 * kKiB, 64 * 1024 * kKiB), "Shared memory a kernel may use per SM")
+      .integer("fp32_lanes", &SmParams::fp32_lanes, def("128"), between(1, 4096),
+               "FP32 FMA lanes per SM (non-tensor math)")
+      .integer("sfu_lanes", &SmParams::sfu_lanes, def("16"), between(1, 4096),
+               "Special-function lanes per SM (exp, rsqrt, ...)")
+      .quantity("l1_bandwidth", &SmParams::l1_bytes_per_cycle, Dim::BytesPerCycle, def("128 B/cycle"),
+                between(1, 65536), "L1/shared-memory bandwidth per SM");
+
+  section<TensorCoreParams>(s, "tensor_core", "Tensor cores (matrix units)",
+                            [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->tensor_core; })
+      .integer("per_sm", &TensorCoreParams::per_sm, def("4"), between(0, 64), "Tensor cores per SM")
+      .number("macs_per_clock.tf32", [](TensorCoreParams& p) -> double& { return p.macs_per_clock.tf32; },
+              def("0"), between(0, 1 << 20), "Dense TF32 MACs per clock per tensor core (also used for fp32 GEMMs); 0 = unsupported")
+      .number("macs_per_clock.fp16", [](TensorCoreParams& p) -> double& { return p.macs_per_clock.fp16; },
+              def("0"), between(0, 1 << 20), "Dense FP16 MACs per clock per tensor core; 0 = unsupported")
+      .number("macs_per_clock.bf16", [](TensorCoreParams& p) -> double& { return p.macs_per_clock.bf16; },
+              def("0"), between(0, 1 << 20), "Dense BF16 MACs per clock per tensor core; 0 = unsupported")
+      .number("macs_per_clock.fp8", [](TensorCoreParams& p) -> double& { return p.macs_per_clock.fp8; },
+              def("0"), between(0, 1 << 20), "Dense FP8 (E4M3/E5M2) MACs per clock per tensor core; 0 = unsupported")
+      .number("macs_per_clock.int8", [](TensorCoreParams& p) -> double& { return p.macs_per_clock.int8; },
+              def("0"), between(0, 1 << 20), "Dense INT8 MACs per clock per tensor core; 0 = unsupported")
+      .number("macs_per_clock.int4", [](TensorCoreParams& p) -> double& { return p.macs_per_clock.int4; },
+              def("0"), between(0, 1 << 20), "Dense INT4 MACs per clock per tensor core; 0 = unsupported")
+      .number("macs_per_clock.fp4", [](TensorCoreParams& p) -> double& { return p.macs_per_clock.fp4; },
+              def("0"), between(0, 1 << 20), "Dense FP4 (E2M1) MACs per clock per tensor core; 0 = unsupported")
+      .flag("sparse_2_4", &TensorCoreParams::sparse_2_4, def("false"),
+            "2:4 structured weight sparsity runs at twice the dense MAC rate")
+      .quantity("mma_latency", &TensorCoreParams::mma_latency_cycles, Dim::Cycles, def("32 cycles"),
+                between(0, 1e5), "Latency from MMA issue to result (pipeline fill at the end of a CTA)");
+
+  section<CrossbarParams>(s, "noc", "On-chip network between SMs and L2 (crossbar)",
+                          [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->noc; })
+      .quantity("port_bandwidth", &CrossbarParams::port_bytes_per_cycle, Dim::BytesPerCycle, def("64 B/cycle"),
+                between(1, 1 << 20), "Per-SM port bandwidth into the network")
+      .quantity("latency", &CrossbarParams::latency_cycles, Dim::Cycles, def("0 cycles"), between(0, 1e5),
+                "One-way traversal latency (kept apart from the L2 hit latency)");
+
+  section<L2Params>(s, "l2", "L2 cache: set-associative, sectored, with real tags",
+                    [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->l2; })
+      .quantity("size", &L2Params::size_bytes, Dim::Size, required(), between(64 * kKiB, 64 * kGiB),
+                "Total capacity")
+      .integer("associativity", &L2Params::associativity, def("16"), between(1, 1024), "Ways per set")
+      .integer("line_bytes", &L2Params::line_bytes, def("128"), between(16, 4096), "Line size in bytes")
+      .integer("sector_bytes", &L2Params::sector_bytes, def("32"), between(8, 4096),
+               "Sector size in bytes (fill and miss granularity)")
+      .quantity("bandwidth", &L2Params::bandwidth, Dim::Bandwidth, required(), between(1e9, 1e15),
+                "Aggregate hit bandwidth of all slices")
+      .quantity("hit_latency", &L2Params::hit_latency_cycles, Dim::Cycles, def("200 cycles"), between(0, 1e5),
+                "Load-to-use latency of an L2 hit seen by an SM")
+      .choice("hash", &L2Params::hash, {"xor", "modulo"}, def("xor"),
+              "Set-index function: xor folds high address bits in (as GPUs do), modulo does not");
+
+  section<HbmParams>(s, "hbm", "Off-chip memory (HBM), bandwidth-and-latency level",
+                     [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->hbm; })
+      .quantity("capacity", &HbmParams::capacity_bytes, Dim::Size, required(), between(1e6, 1e15),
+                "Capacity")
+      .quantity("bandwidth", &HbmParams::bandwidth, Dim::Bandwidth, required(), between(1e9, 1e15),
+                "Peak bandwidth (datasheet)")
+      .number("achievable_fraction", &HbmParams::achievable_fraction, def("0.9"), between(0.05, 1.0),
+              "Share of peak sustained by streaming access (refresh, turnarounds, row misses)")
+      .quantity("latency", &HbmParams::latency_s, Dim::Time, def("165 ns"), between(0, 1e-3),
+                "Latency added to an L2 miss");
+
+  section<KernelLibParams>(s, "kernels", "How the kernel library lowers ops to CTAs",
+                           [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->kernels; })
+      .quantity("launch_gap", &KernelLibParams::launch_gap_s, Dim::Time, def("1 us"), between(0, 1),
+                "Gap between the end of a kernel and the start of a dependent one")
+      .list("gemm.tiles", &KernelLibParams::gemm_tiles, def("[128x256, 256x128, 128x128, 128x64, 64x128, 64x64]"),
+            "Candidate CTA output tiles MxN; the lowering picks the best estimate per GEMM")
+      .quantity("gemm.k_tile", &KernelLibParams::gemm_k_tile_bytes, Dim::Size, def("128 B"),
+                between(16, 4096), "Bytes of K per pipeline stage per operand row (64 bf16 elements at 128 B)")
+      .integer("gemm.max_stages", &KernelLibParams::gemm_max_stages, def("4"), between(1, 16),
+               "Deepest multistage (TMA) pipeline; fewer if shared memory is short")
+      .integer("gemm.raster_group", &KernelLibParams::gemm_raster_group, def("8"), between(1, 1024),
+               "CTA rasterisation swizzle: rows of tiles walked together for L2 reuse")
+      .integer("gemm.threads", &KernelLibParams::gemm_threads, def("384"), between(32, 1024),
+               "Threads per GEMM CTA (one producer and two consumer warpgroups)")
+      .integer("simt.threads", &KernelLibParams::simt_threads, def("256"), between(32, 1024),
+               "Threads per CTA of elementwise and row-wise kernels")
+      .quantity("simt.bytes_per_thread", &KernelLibParams::simt_bytes_per_thread, Dim::Size, def("16 B"),
+                between(1, 4096), "Bytes each thread loads per stage (16 B = one 128-bit load)")
+      .integer("simt.stages", &KernelLibParams::simt_stages, def("4"), between(1, 64),
+               "Loads each thread keeps in flight (unrolling)")
+      .integer("attention.q_tile", &KernelLibParams::attention_q_tile, def("128"), between(16, 1024),
+               "Query rows per fused-attention CTA")
+      .integer("attention.kv_tile", &KernelLibParams::attention_kv_tile, def("128"), between(16, 1024),
+               "Key/value rows per inner step of fused attention")
+      .integer("attention.threads", &KernelLibParams::attention_threads, def("384"), between(32, 1024),
+               "Threads per fused-attention CTA");
+  return s;
+}
+
+Schema make_accelerator_schema() {
+  Schema s;
+  s.kind = "accelerator";
+  add_top_level(s);
+  auto acc = [](void* w) { return &static_cast<ChipConfig*>(w)->accel; };
+  section<AcceleratorParams>(s, "accelerator", "Dataflow PE array (MAGNet-style)",
+                             [acc](void* w) { return &static_cast<AcceleratorConfig*>(acc(w))->accelerator; })
+      .integer("pes", &AcceleratorParams::pes, required(), between(1, 1 << 20), "Processing elements")
+      .integer("vector_units_per_pe", &AcceleratorParams::vector_units_per_pe, required(), between(1, 1024),
+               "Vector MAC units per PE")
+      .integer("vector_width", &AcceleratorParams::vector_width, required(), between(1, 4096),
+               "4-bit MACs per vector unit per cycle")
+      .quantity("clock", &AcceleratorParams::clock_hz, Dim::Frequency, required(), between(1e6, 1e10),
+                "Operating frequency")
+      .quantity("voltage", &AcceleratorParams::voltage_v, Dim::Voltage, required(), between(0.1, 2.0),
+                "Operating supply voltage")
+      .quantity("min_voltage", &AcceleratorParams::min_voltage_v, Dim::Voltage, required(), between(0.1, 2.0),
+                "Lowest supported supply voltage")
+      .quantity("max_voltage", &AcceleratorParams::max_voltage_v, Dim::Voltage, required(), between(0.1, 2.0),
+                "Highest supported supply voltage")
+      .quantity("min_clock", &AcceleratorParams::min_clock_hz, Dim::Frequency, required(), between(1e6, 1e10),
+                "Frequency at the lowest voltage")
+      .quantity("max_clock", &AcceleratorParams::max_clock_hz, Dim::Frequency, required(), between(1e6, 1e10),
+                "Frequency at the highest voltage")
+      .quantity("weight_buffer", &AcceleratorParams::weight_buffer_bytes, Dim::Size, required(),
+                between(16, 1e9), "Weight buffer per PE")
+      .quantity("input_buffer", &AcceleratorParams::input_buffer_bytes, Dim::Size, required(),
+                between(16, 1e9), "Input buffer per PE")
+      .quantity("accum_buffer", &AcceleratorParams::accum_buffer_bytes, Dim::Size, required(),
+                between(16, 1e9), "Accumulation buffer per PE")
+      .quantity("global_buffer", &AcceleratorParams::global_buffer_bytes, Dim::Size, required(),
+                between(16, 1e10), "Global buffer shared by the PEs")
+      .quantity("area", &AcceleratorParams::area_m2, Dim::Area, def("0 mm^2"), between(0, 1e-2),
+                "Die area of the PE array (for reporting)")
+      .integer("vsq_vector", &AcceleratorParams::vsq_vector, def("16"), between(1, 1024),
+               "Elements sharing one VS-Quant scale factor");
+  section<DramParams>(s, "dram", "Off-chip DRAM interface",
+                      [acc](void* w) { return &static_cast<AcceleratorConfig*>(acc(w))->dram; })
+      .quantity("bandwidth", &DramParams::bandwidth, Dim::Bandwidth, required(), between(1e6, 1e15),
+                "Peak bandwidth")
+      .quantity("latency", &DramParams::latency_s, Dim::Time, def("100 ns"), between(0, 1e-3), "Access latency")
+      .quantity("capacity", &DramParams::capacity_bytes, Dim::Size, def("8 GiB"), between(1e6, 1e15), "Capacity");
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> chip_kinds() { return {"gpu", "accelerator"}; }
+
+const Schema& schema_for(const std::string& kind) {
+  static const Schema gpu = make_gpu_schema();
+  static const Schema accel = make_accelerator_schema();
+  if (kind == "gpu") return gpu;
+  if (kind == "accelerator") return accel;
+  throw UserError("unknown chip kind '" + kind + "' (expected gpu or accelerator)");
+}
+
+}  // namespace xpusim::config

@@ -1,0 +1,41 @@
+#include "sim/config/yaml_util.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace xpusim {
+
+YAML::Node load_yaml_string(const std::string& text, const std::string& name, int line_offset) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw UserError(name + ":" + std::to_string(e.mark.line + 1 + line_offset) + ":" +
+                    std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
+  }
+}
+
+YAML::Node load_yaml_file(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw UserError(path + ": is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(path + ": cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  if (text.find('\0') != std::string::npos) throw UserError(path + ": not a text file (contains NUL bytes)");
+  YAML::Node n = load_yaml_string(text, path);
+  if (n.IsNull()) throw UserError(path + ": file is empty");
+  return n;
+}
+
+std::string yaml_quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') { out += "\\n"; continue; }
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace xpusim

@@ -1,0 +1,24 @@
+#pragma once
+// Small helpers shared by the config and trace loaders: positions and parse errors.
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "sim/error.h"
+
+namespace xpusim {
+
+// yaml-cpp marks are 0-based; users count from 1.
+inline SourceLoc yaml_loc(const std::string& file, const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  if (m.line < 0) return SourceLoc{file, 0, 0};
+  return SourceLoc{file, m.line + 1, m.column + 1};
+}
+
+// Loads a YAML file, turning parse errors and unreadable files into UserErrors with a position.
+YAML::Node load_yaml_file(const std::string& path);
+YAML::Node load_yaml_string(const std::string& text, const std::string& name, int line_offset = 0);
+
+std::string yaml_quote(const std::string& s);
+
+}  // namespace xpusim

@@ -1,0 +1,41 @@
+#pragma once
+// The kernel library: lowers each trace op to a CTA program the SM model executes, choosing
+// tiles and grid shapes the way a tuned library would. Wave quantisation, tile-edge waste and
+// memory-vs-compute bounds then emerge from simulating those programs.
+#include <memory>
+#include <string>
+
+#include "models/sm/kernel_program.h"
+#include "sim/config/chip_config.h"
+#include "sim/trace/trace.h"
+
+namespace xpusim::lower {
+
+struct LoweredOp {
+  std::shared_ptr<const KernelProgram> program;
+  int ctas_per_sm = 0;  // occupancy limit of this kernel
+  double waves = 0;     // CTAs / (SMs x ctas_per_sm)
+  bool uses_tensor_cores = false;
+};
+
+class Lowering {
+ public:
+  explicit Lowering(const config::GpuConfig& gpu);
+  // Throws UserError when the chip cannot run the op (unsupported format, too little memory).
+  LoweredOp lower(const trace::Op& op);
+
+  // Occupancy of a CTA with these resources on an empty SM (0 if it does not fit).
+  int ctas_per_sm(const CtaResources& r) const;
+
+ private:
+  uint64_t alloc(double bytes);
+  LoweredOp gemm(const trace::Op& op);
+  LoweredOp streaming(const trace::Op& op);
+  LoweredOp attention(const trace::Op& op);
+  LoweredOp finish(std::shared_ptr<KernelProgram> p, bool tensor);
+
+  const config::GpuConfig& gpu_;
+  uint64_t next_addr_ = uint64_t{1} << 32;
+};
+
+}  // namespace xpusim::lower

@@ -1,0 +1,296 @@
+#include "sim/report/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "sim/config/units.h"
+#include "sim/report/json_writer.h"
+#include "sim/version.h"
+
+namespace xpusim::report {
+namespace {
+
+// Below this share of time on its busiest unit, an op is waiting rather than saturating
+// anything: launch, latency, tail or occupancy bound.
+constexpr double kSaturated = 0.5;
+
+const char* classify(const Metrics& m) {
+  struct Candidate { double v; const char* name; };
+  const Candidate c[] = {{m.tensor_util, "compute (tensor cores)"},
+                         {m.simt_util, "compute (SIMT)"},
+                         {m.l2_busy, "L2 bandwidth"},
+                         {m.hbm_busy, "HBM bandwidth"}};
+  const Candidate* best = &c[0];
+  for (const auto& x : c)
+    if (x.v > best->v) best = &x;
+  return best->v >= kSaturated ? best->name : "latency";
+}
+
+Metrics metrics(const OpCounters& c, double start, double end, double flops, double peak_tflops, double min_bytes,
+                double resident_capacity, const config::GpuConfig& g) {
+  Metrics m;
+  m.start_s = start;
+  m.end_s = end;
+  m.time_s = end - start;
+  m.cycles = m.time_s * g.sm.clock_hz;
+  m.flops = flops;
+  m.min_bytes = min_bytes;
+  const double t = m.time_s > 0 ? m.time_s : 1e-30;
+  m.tflops = flops / t / 1e12;
+  m.peak_tflops = peak_tflops;
+  m.fraction_of_peak = peak_tflops > 0 ? m.tflops / peak_tflops : 0;
+  m.tensor_util = c.tensor_busy_s / (t * g.sm.count);
+  m.simt_util = c.simt_busy_s / (t * g.sm.count);
+  m.sm_util = resident_capacity > 0 ? c.cta_resident_s / (t * resident_capacity) : 0;
+  m.l2_read_bytes = c.l2_read_bytes;
+  m.l2_write_bytes = c.l2_write_bytes;
+  m.hbm_read_bytes = c.hbm_read_bytes;
+  m.hbm_write_bytes = c.hbm_write_bytes;
+  m.l2_bandwidth = (c.l2_read_bytes + c.l2_write_bytes) / t;
+  m.hbm_bandwidth = (c.hbm_read_bytes + c.hbm_write_bytes) / t;
+  m.l2_bandwidth_util = m.l2_bandwidth / g.l2.bandwidth;
+  m.hbm_bandwidth_util = m.hbm_bandwidth / g.hbm.bandwidth;
+  m.l2_busy = c.l2_busy_s / t;
+  m.hbm_busy = c.hbm_busy_s / t;
+  const double sectors = c.l2_read_hit_sectors + c.l2_read_miss_sectors;
+  m.l2_hit_rate = sectors > 0 ? c.l2_read_hit_sectors / sectors : 0;
+  m.bound = classify(m);
+  return m;
+}
+
+void add(OpCounters& into, const OpCounters& c) {
+  into.tensor_busy_s += c.tensor_busy_s;
+  into.simt_busy_s += c.simt_busy_s;
+  into.cta_resident_s += c.cta_resident_s;
+  into.l2_read_bytes += c.l2_read_bytes;
+  into.l2_write_bytes += c.l2_write_bytes;
+  into.l2_read_hit_sectors += c.l2_read_hit_sectors;
+  into.l2_read_miss_sectors += c.l2_read_miss_sectors;
+  into.hbm_read_bytes += c.hbm_read_bytes;
+  into.hbm_write_bytes += c.hbm_write_bytes;
+  into.l2_busy_s += c.l2_busy_s;
+  into.hbm_busy_s += c.hbm_busy_s;
+}
+
+void write_metrics(JsonWriter& w, const Metrics& m) {
+  w.field("start_s", m.start_s).field("end_s", m.end_s).field("time_s", m.time_s).field("cycles", m.cycles);
+  w.field("flops", m.flops).field("tflops", m.tflops).field("peak_tflops", m.peak_tflops);
+  w.field("fraction_of_peak", m.fraction_of_peak).field("min_bytes", m.min_bytes);
+  w.key("utilisation").begin_object();
+  w.field("tensor_cores", m.tensor_util).field("simt", m.simt_util).field("sm_slots", m.sm_util);
+  w.field("l2_bandwidth", m.l2_bandwidth_util).field("hbm_bandwidth", m.hbm_bandwidth_util);
+  w.field("l2_busy", m.l2_busy).field("hbm_busy", m.hbm_busy);
+  w.end_object();
+  w.key("memory").begin_object();
+  w.field("l2_read_bytes", m.l2_read_bytes).field("l2_write_bytes", m.l2_write_bytes);
+  w.field("l2_hit_rate", m.l2_hit_rate);
+  w.field("hbm_read_bytes", m.hbm_read_bytes).field("hbm_write_bytes", m.hbm_write_bytes);
+  w.field("l2_bandwidth", m.l2_bandwidth).field("hbm_bandwidth", m.hbm_bandwidth);
+  w.end_object();
+  w.field("bound", m.bound);
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pct(double v) { return fmt("%.1f%%", 100 * v); }
+
+}  // namespace
+
+Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r) {
+  const config::GpuConfig& g = cfg.chip.gpu;
+  Report rep;
+  rep.version = kVersion;
+  rep.config_name = cfg.chip.name;
+  rep.config_file = cfg.file;
+  rep.trace_name = t.name;
+  rep.trace_file = t.file;
+  rep.sms = g.sm.count;
+  rep.clock_hz = g.sm.clock_hz;
+  rep.hbm_peak = g.hbm.bandwidth;
+  rep.hbm_sustained = g.hbm.bandwidth * g.hbm.achievable_fraction;
+  rep.l2_peak = g.l2.bandwidth;
+  rep.fp32_peak_tflops = 2.0 * g.sm.count * g.sm.fp32_lanes * g.sm.clock_hz / 1e12;
+  auto tensor_peak = [&](Dtype d, bool sparse) {
+    const double rate = g.tensor_core.per_sm * g.tensor_core.macs_per_clock.of(d) * (sparse ? 2 : 1);
+    return 2.0 * g.sm.count * rate * g.sm.clock_hz / 1e12;
+  };
+  for (Dtype d : {Dtype::tf32, Dtype::fp16, Dtype::bf16, Dtype::fp8_e4m3, Dtype::int8, Dtype::int4, Dtype::fp4})
+    rep.tensor_peak_tflops.emplace_back(d == Dtype::fp8_e4m3 ? "fp8" : dtype_name(d), tensor_peak(d, false));
+
+  OpCounters total;
+  double total_flops = 0, total_min_bytes = 0, total_resident_capacity = 0;
+  for (size_t i = 0; i < t.ops.size(); ++i) {
+    const trace::Op& op = t.ops[i];
+    const engine::OpResult& res = r.ops[i];
+    OpReport o;
+    o.name = op.name;
+    o.kind = trace::op_kind_name(op.kind);
+    o.dtype = dtype_name(op.dtype);
+    o.out_dtype = dtype_name(op.out_dtype);
+    o.shape = op.shape_text();
+    o.lowering = res.lowered.program->description;
+    o.ctas = static_cast<long long>(res.lowered.program->num_ctas());
+    o.waves = res.lowered.waves;
+    o.ctas_per_sm = res.lowered.ctas_per_sm;
+    o.stream = op.stream;
+    const double peak = res.lowered.uses_tensor_cores ? tensor_peak(op.dtype, op.sparse_2_4) : rep.fp32_peak_tflops;
+    const double capacity = static_cast<double>(g.sm.count) * std::max(1, res.lowered.ctas_per_sm);
+    o.m = metrics(res.run.counters, res.run.submit_s, res.run.end_s, op.flops(), peak, op.min_bytes(), capacity, g);
+    rep.ops.push_back(o);
+    add(total, res.run.counters);
+    total_flops += op.flops();
+    total_min_bytes += op.min_bytes();
+    total_resident_capacity = std::max(total_resident_capacity, capacity);
+  }
+  // Whole-run utilisation of SM slots is not meaningful across kernels of different occupancy;
+  // the total reports it against the largest.
+  rep.total = metrics(total, 0, r.end_s, total_flops, 0, total_min_bytes, total_resident_capacity, g);
+  for (const Stat& s : r.stats.all()) {
+    rep.stat_values.emplace_back(s.name, s.value);
+    rep.stat_units.emplace_back(s.name, s.unit);
+  }
+  return rep;
+}
+
+std::string to_json(const Report& rep) {
+  JsonWriter w;
+  w.begin_object();
+  w.field("xpusim_report", 1LL).field("version", rep.version);
+  w.key("config").begin_object().field("name", rep.config_name).field("file", rep.config_file).end_object();
+  w.key("trace").begin_object().field("name", rep.trace_name).field("file", rep.trace_file)
+      .field("ops", static_cast<long long>(rep.ops.size())).end_object();
+  w.key("chip").begin_object();
+  w.field("sms", static_cast<long long>(rep.sms)).field("sm_clock_hz", rep.clock_hz);
+  w.field("hbm_peak_bandwidth", rep.hbm_peak).field("hbm_sustained_bandwidth", rep.hbm_sustained);
+  w.field("l2_bandwidth", rep.l2_peak).field("fp32_peak_tflops", rep.fp32_peak_tflops);
+  w.key("tensor_peak_tflops").begin_object();
+  for (const auto& [d, v] : rep.tensor_peak_tflops) w.field(d, v);
+  w.end_object();
+  w.end_object();
+  w.key("total").begin_object();
+  write_metrics(w, rep.total);
+  w.end_object();
+  w.key("ops").begin_array();
+  for (const OpReport& o : rep.ops) {
+    w.begin_object();
+    w.field("name", o.name).field("kind", o.kind).field("dtype", o.dtype).field("out_dtype", o.out_dtype);
+    w.field("shape", o.shape).field("stream", static_cast<long long>(o.stream));
+    w.key("lowering").begin_object().field("description", o.lowering).field("ctas", o.ctas)
+        .field("ctas_per_sm", static_cast<long long>(o.ctas_per_sm)).field("waves", o.waves).end_object();
+    write_metrics(w, o.m);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("stats").begin_object();
+  for (size_t i = 0; i < rep.stat_values.size(); ++i) {
+    w.key(rep.stat_values[i].first).begin_object().field("value", rep.stat_values[i].second)
+        .field("unit", rep.stat_units[i].second).end_object();
+  }
+  w.end_object();
+  w.end_object();
+  return w.str();
+}
+
+std::string to_json(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r) {
+  return to_json(build(cfg, t, r));
+}
+
+std::string to_csv(const Report& rep) {
+  std::ostringstream os;
+  os << "name,kind,dtype,shape,start_s,time_s,cycles,flops,tflops,fraction_of_peak,tensor_util,simt_util,"
+        "sm_slot_util,l2_bandwidth_util,hbm_bandwidth_util,l2_hit_rate,hbm_read_bytes,hbm_write_bytes,ctas,waves,bound\n";
+  auto q = [](const std::string& s) { return "\"" + s + "\""; };
+  for (const OpReport& o : rep.ops) {
+    const Metrics& m = o.m;
+    os << q(o.name) << ',' << o.kind << ',' << o.dtype << ',' << q(o.shape) << ',' << JsonWriter::number(m.start_s) << ','
+       << JsonWriter::number(m.time_s) << ',' << JsonWriter::number(m.cycles) << ',' << JsonWriter::number(m.flops) << ','
+       << JsonWriter::number(m.tflops) << ',' << JsonWriter::number(m.fraction_of_peak) << ','
+       << JsonWriter::number(m.tensor_util) << ',' << JsonWriter::number(m.simt_util) << ','
+       << JsonWriter::number(m.sm_util) << ',' << JsonWriter::number(m.l2_bandwidth_util) << ','
+       << JsonWriter::number(m.hbm_bandwidth_util) << ',' << JsonWriter::number(m.l2_hit_rate) << ','
+       << JsonWriter::number(m.hbm_read_bytes) << ',' << JsonWriter::number(m.hbm_write_bytes) << ',' << o.ctas << ','
+       << JsonWriter::number(o.waves) << ',' << q(m.bound) << '\n';
+  }
+  return os.str();
+}
+
+namespace {
+
+std::vector<std::vector<std::string>> rows(const Report& rep, size_t max_ops) {
+  std::vector<const OpReport*> order;
+  for (const auto& o : rep.ops) order.push_back(&o);
+  if (order.size() > max_ops) {
+    std::stable_sort(order.begin(), order.end(), [](const OpReport* a, const OpReport* b) { return a->m.time_s > b->m.time_s; });
+    order.resize(max_ops);
+  }
+  std::vector<std::vector<std::string>> out;
+  out.push_back({"op", "kind", "dtype", "shape", "time", "TFLOP/s", "of peak", "TC util", "HBM", "L2 hit", "bound"});
+  for (const OpReport* o : order) {
+    const Metrics& m = o->m;
+    out.push_back({o->name, o->kind, o->dtype, o->shape, units::format(m.time_s, units::Dim::Time), fmt("%.1f", m.tflops),
+                   pct(m.fraction_of_peak), pct(m.tensor_util), units::format(m.hbm_bandwidth, units::Dim::Bandwidth),
+                   pct(m.l2_hit_rate), m.bound});
+  }
+  return out;
+}
+
+std::string total_line(const Report& rep) {
+  const Metrics& m = rep.total;
+  std::ostringstream os;
+  os << "total: " << units::format(m.time_s, units::Dim::Time) << " (" << fmt("%.0f", m.cycles) << " cycles), "
+     << fmt("%.1f", m.tflops) << " TFLOP/s, tensor cores " << pct(m.tensor_util) << " busy, HBM "
+     << units::format(m.hbm_bandwidth, units::Dim::Bandwidth) << " (" << pct(m.hbm_bandwidth_util) << " of "
+     << units::format(rep.hbm_peak, units::Dim::Bandwidth) << " peak), L2 hit rate " << pct(m.l2_hit_rate)
+     << ", bound: " << m.bound;
+  return os.str();
+}
+
+}  // namespace
+
+std::string terminal_table(const Report& rep, size_t max_ops) {
+  const auto r = rows(rep, max_ops);
+  std::vector<size_t> width(r[0].size(), 0);
+  for (const auto& row : r)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::ostringstream os;
+  os << rep.config_name << " running " << rep.trace_name << " (" << rep.ops.size() << " ops)\n";
+  for (const auto& row : r) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      os << row[i];
+      if (i + 1 < row.size()) os << std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    os << '\n';
+  }
+  if (rep.ops.size() > max_ops) os << "(" << max_ops << " longest of " << rep.ops.size() << " ops shown)\n";
+  os << total_line(rep) << '\n';
+  return os.str();
+}
+
+std::string to_markdown(const Report& rep, double wall_s) {
+  std::ostringstream os;
+  os << "# xpusim report: " << rep.config_name << " running " << rep.trace_name << "\n\n";
+  os << "Config `" << rep.config_file << "`, trace `" << rep.trace_file << "`, xpusim " << rep.version << ".\n\n";
+  os << total_line(rep) << ".\n\n";
+  const auto r = rows(rep, 200);
+  for (size_t i = 0; i < r.size(); ++i) {
+    os << "|";
+    for (const auto& c : r[i]) os << ' ' << c << " |";
+    os << '\n';
+    if (i == 0) {
+      os << "|";
+      for (size_t j = 0; j < r[i].size(); ++j) os << "---|";
+      os << '\n';
+    }
+  }
+  os << "\nLowering:\n\n";
+  for (const auto& o : rep.ops) os << "- `" << o.name << "`: " << o.lowering << "\n";
+  os << "\nSimulated in " << fmt("%.2f", wall_s) << " s of wall time.\n";
+  return os.str();
+}
+
+}  // namespace xpusim::report

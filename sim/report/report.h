@@ -1,0 +1,54 @@
+#pragma once
+// The report: report.json is the source of truth (schema in docs/report-format.md); the
+// Markdown summary, the CSV and the terminal table are views of the same Report.
+#include <string>
+#include <vector>
+
+#include "sim/config/config_loader.h"
+#include "sim/engine/simulate.h"
+#include "sim/trace/trace.h"
+
+namespace xpusim::report {
+
+struct Metrics {
+  double start_s = 0, end_s = 0, time_s = 0, cycles = 0;
+  double flops = 0, tflops = 0, peak_tflops = 0, fraction_of_peak = 0;
+  double min_bytes = 0;
+  double tensor_util = 0, simt_util = 0, sm_util = 0;
+  double l2_bandwidth_util = 0, hbm_bandwidth_util = 0;
+  double l2_busy = 0, hbm_busy = 0;  // share of time each pipe was busy (vs its sustained rate)
+  double l2_hit_rate = 0;
+  double l2_read_bytes = 0, l2_write_bytes = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;
+  double hbm_bandwidth = 0, l2_bandwidth = 0;  // achieved, B/s
+  std::string bound;
+};
+
+struct OpReport {
+  std::string name, kind, dtype, out_dtype, shape, lowering;
+  long long ctas = 0;
+  double waves = 0;
+  int ctas_per_sm = 0;
+  int stream = 0;
+  Metrics m;
+};
+
+struct Report {
+  std::string version;
+  std::string config_name, config_file, trace_name, trace_file;
+  int sms = 0;
+  double clock_hz = 0, hbm_peak = 0, hbm_sustained = 0, l2_peak = 0, fp32_peak_tflops = 0;
+  std::vector<std::pair<std::string, double>> tensor_peak_tflops;  // per dtype, dense
+  Metrics total;
+  std::vector<OpReport> ops;
+  std::vector<std::pair<std::string, double>> stat_values;
+  std::vector<std::pair<std::string, std::string>> stat_units;
+};
+
+Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r);
+std::string to_json(const Report& rep);
+std::string to_json(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r);
+std::string to_csv(const Report& rep);
+std::string to_markdown(const Report& rep, double wall_s);
+std::string terminal_table(const Report& rep, size_t max_ops);
+
+}  // namespace xpusim::report

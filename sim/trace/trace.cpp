@@ -1,0 +1,455 @@
+#include "sim/trace/trace.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "sim/config/config_loader.h"
+#include "sim/config/yaml_util.h"
+
+namespace xpusim::trace {
+namespace {
+
+constexpr int64_t kMaxDim = int64_t{1} << 40;  // no single dimension beyond 2^40
+
+const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
+  static const std::vector<std::pair<OpKind, std::vector<std::string>>> keys = {
+      {OpKind::gemm, {"m", "n", "k", "batch", "sparsity"}},
+      {OpKind::elementwise, {"shape", "inputs", "flops_per_element"}},
+      {OpKind::reduction, {"shape"}},
+      {OpKind::softmax, {"shape"}},
+      {OpKind::layernorm, {"shape"}},
+      {OpKind::attention, {"batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal"}},
+      {OpKind::conv2d, {"batch", "h", "w", "c", "k", "r", "s", "stride", "pad"}},
+  };
+  return keys;
+}
+const std::vector<std::string> kCommonKeys = {"name", "kind", "dtype", "out_dtype", "stream", "device", "deps"};
+
+std::vector<std::string> kind_names() {
+  std::vector<std::string> v;
+  for (const auto& [k, _] : kind_keys()) v.push_back(op_kind_name(k));
+  return v;
+}
+
+struct Ctx {
+  std::string file;
+  int line_offset = 0;  // JSON Lines: the line of this record in the file, minus one
+  SourceLoc at(const YAML::Node& n) const {
+    SourceLoc l = yaml_loc(file, n);
+    if (l.line > 0) l.line += line_offset;
+    return l;
+  }
+};
+
+[[noreturn]] void fail(const SourceLoc& at, const std::string& key, const std::string& msg) {
+  throw UserError(at.str() + ": " + (key.empty() ? "" : "key '" + key + "': ") + msg);
+}
+
+int64_t get_int(const Ctx& cx, const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi) {
+  if (!n.IsScalar()) fail(cx.at(n), key, "expected a whole number");
+  const std::string s = n.Scalar();
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0') fail(cx.at(n), key, "'" + s + "' is not a whole number");
+  if (errno == ERANGE || v < lo || v > hi)
+    fail(cx.at(n), key, "value " + s + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+
+double get_double(const Ctx& cx, const YAML::Node& n, const std::string& key, double lo, double hi) {
+  if (!n.IsScalar()) fail(cx.at(n), key, "expected a number");
+  const std::string s = n.Scalar();
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !std::isfinite(v)) fail(cx.at(n), key, "'" + s + "' is not a number");
+  if (v < lo || v > hi) fail(cx.at(n), key, "value " + s + " is out of range");
+  return v;
+}
+
+bool get_bool(const Ctx& cx, const YAML::Node& n, const std::string& key) {
+  if (n.IsScalar() && n.Scalar() == "true") return true;
+  if (n.IsScalar() && n.Scalar() == "false") return false;
+  fail(cx.at(n), key, "expected true or false");
+}
+
+Dtype get_dtype(const Ctx& cx, const YAML::Node& n, const std::string& key) {
+  if (!n.IsScalar()) fail(cx.at(n), key, "expected a number format");
+  const auto d = parse_dtype(n.Scalar());
+  if (!d) fail(cx.at(n), key, "unknown number format '" + n.Scalar() + "'; one of " + dtype_choices());
+  return *d;
+}
+
+int64_t checked_product(const Ctx& cx, const YAML::Node& at, const std::string& key, std::initializer_list<int64_t> v) {
+  int64_t p = 1;
+  for (int64_t x : v)
+    if (__builtin_mul_overflow(p, x, &p) || p > (int64_t{1} << 50))
+      fail(cx.at(at), key, "sizes multiply to more than 2^50 elements");
+  return p;
+}
+
+class Parser {
+ public:
+  explicit Parser(Trace& t) : t_(t) {}
+
+  // Parses one op mapping or a repeat block; `scope` maps short names within the enclosing
+  // repeat iteration to op indices, `prefix` is the iteration's name prefix.
+  void node(const Ctx& cx, const YAML::Node& n, const std::string& prefix, std::map<std::string, size_t>& scope,
+            const std::string& path) {
+    if (!n.IsMap()) fail(cx.at(n), path, "each entry of 'ops' must be a mapping (an op or a repeat block)");
+    if (n["repeat"]) {
+      repeat(cx, n, prefix, scope, path);
+      return;
+    }
+    op(cx, n, prefix, scope, path);
+  }
+
+ private:
+  void repeat(const Ctx& cx, const YAML::Node& n, const std::string& prefix, std::map<std::string, size_t>& scope,
+              const std::string& path) {
+    for (const auto& kv : n) {
+      const std::string key = kv.first.Scalar();
+      if (key != "repeat" && key != "name" && key != "ops") {
+        const std::string hint = config::closest_match(key, {"repeat", "name", "ops"});
+        fail(cx.at(kv.first), path + "." + key,
+             "unknown key in a repeat block (expected repeat, name, ops)" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+      }
+    }
+    const int64_t count = get_int(cx, n["repeat"], path + ".repeat", 1, 1 << 20);
+    std::string name = "block" + std::to_string(t_.ops.size());
+    if (n["name"]) {
+      if (!n["name"].IsScalar()) fail(cx.at(n["name"]), path + ".name", "expected a name");
+      name = n["name"].Scalar();
+    }
+    const YAML::Node ops = n["ops"];
+    if (!ops) fail(cx.at(n), path, "a repeat block needs 'ops'");
+    if (!ops.IsSequence() || ops.size() == 0) fail(cx.at(ops), path + ".ops", "expected a non-empty list of ops");
+    for (int64_t i = 0; i < count; ++i) {
+      std::map<std::string, size_t> inner = scope;  // outer names stay visible
+      const std::string p = prefix + name + "[" + std::to_string(i) + "].";
+      for (size_t j = 0; j < ops.size(); ++j)
+        node(cx, ops[j], p, inner, path + ".ops[" + std::to_string(j) + "]");
+      if (t_.ops.size() > kMaxOps) fail(cx.at(n), path, "trace expands to more than " + std::to_string(kMaxOps) + " ops");
+    }
+  }
+
+  void op(const Ctx& cx, const YAML::Node& n, const std::string& prefix, std::map<std::string, size_t>& scope,
+          const std::string& path) {
+    Op o;
+    o.loc = cx.at(n);
+    const YAML::Node kind = n["kind"];
+    if (!kind) fail(cx.at(n), path, "missing required key 'kind' (one of: gemm, elementwise, reduction, softmax, layernorm, attention, conv2d)");
+    if (!kind.IsScalar()) fail(cx.at(kind), path + ".kind", "expected an op kind");
+    const std::vector<std::string>* allowed = nullptr;
+    for (const auto& [k, keys] : kind_keys())
+      if (kind.Scalar() == op_kind_name(k)) {
+        o.kind = k;
+        allowed = &keys;
+      }
+    if (!allowed) {
+      const std::string hint = config::closest_match(kind.Scalar(), kind_names());
+      fail(cx.at(kind), path + ".kind", "unknown op kind '" + kind.Scalar() + "'; one of gemm, elementwise, reduction, softmax, layernorm, attention, conv2d" +
+                                            (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+    }
+    std::vector<std::string> keys = kCommonKeys;
+    keys.insert(keys.end(), allowed->begin(), allowed->end());
+    for (const auto& kv : n) {
+      const std::string key = kv.first.Scalar();
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+        const std::string hint = config::closest_match(key, keys);
+        fail(cx.at(kv.first), path + "." + key,
+             std::string("unknown key for a ") + op_kind_name(o.kind) + " op" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+      }
+    }
+    auto need = [&](const char* key) {
+      const YAML::Node v = n[key];
+      if (!v) fail(cx.at(n), path, std::string("missing required key '") + key + "' for a " + op_kind_name(o.kind) + " op");
+      return v;
+    };
+    auto dim = [&](const char* key) { return get_int(cx, need(key), path + "." + key, 1, kMaxDim); };
+    auto opt_dim = [&](const char* key, int64_t def, int64_t lo) {
+      return n[key] ? get_int(cx, n[key], path + "." + key, lo, kMaxDim) : def;
+    };
+
+    const std::string short_name = n["name"] ? n["name"].Scalar() : std::string(op_kind_name(o.kind)) + std::to_string(t_.ops.size());
+    if (n["name"] && (!n["name"].IsScalar() || short_name.empty())) fail(cx.at(n["name"]), path + ".name", "expected a non-empty name");
+    o.name = prefix + short_name;
+    if (names_.count(o.name)) fail(cx.at(n), path + ".name", "duplicate op name '" + o.name + "'");
+    o.dtype = n["dtype"] ? get_dtype(cx, n["dtype"], path + ".dtype") : Dtype::bf16;
+    o.out_dtype = n["out_dtype"] ? get_dtype(cx, n["out_dtype"], path + ".out_dtype") : o.dtype;
+    if (n["stream"]) o.stream = static_cast<int>(get_int(cx, n["stream"], path + ".stream", 0, 1023));
+    if (n["device"]) o.device = static_cast<int>(get_int(cx, n["device"], path + ".device", 0, 0));
+
+    switch (o.kind) {
+      case OpKind::gemm:
+        o.m = dim("m");
+        o.n = dim("n");
+        o.k = dim("k");
+        o.batch = opt_dim("batch", 1, 1);
+        checked_product(cx, n, path, {o.batch, o.m, o.n});
+        checked_product(cx, n, path, {o.batch, o.m, o.k});
+        checked_product(cx, n, path, {o.batch, o.k, o.n});
+        if (const YAML::Node sp = n["sparsity"]) {
+          if (!sp.IsScalar() || (sp.Scalar() != "2:4" && sp.Scalar() != "none"))
+            fail(cx.at(sp), path + ".sparsity", "expected \"2:4\" or none");
+          o.sparse_2_4 = sp.Scalar() == "2:4";
+        }
+        break;
+      case OpKind::elementwise:
+      case OpKind::reduction:
+      case OpKind::softmax:
+      case OpKind::layernorm: {
+        const YAML::Node sh = need("shape");
+        if (!sh.IsSequence() || sh.size() == 0 || sh.size() > 8)
+          fail(cx.at(sh), path + ".shape", "expected a list of 1 to 8 positive dimensions, e.g. [4096, 8192]");
+        for (size_t i = 0; i < sh.size(); ++i)
+          o.shape.push_back(get_int(cx, sh[i], path + ".shape[" + std::to_string(i) + "]", 1, kMaxDim));
+        int64_t p = 1;
+        for (int64_t d : o.shape)
+          if (__builtin_mul_overflow(p, d, &p) || p > (int64_t{1} << 50))
+            fail(cx.at(sh), path + ".shape", "shape has more than 2^50 elements");
+        if (o.kind == OpKind::elementwise) {
+          if (n["inputs"]) o.inputs = static_cast<int>(get_int(cx, n["inputs"], path + ".inputs", 0, 16));
+          if (n["flops_per_element"])
+            o.flops_per_element = get_double(cx, n["flops_per_element"], path + ".flops_per_element", 0, 1e6);
+        }
+        break;
+      }
+      case OpKind::attention:
+        o.batch = opt_dim("batch", 1, 1);
+        o.heads = dim("heads");
+        o.kv_heads = opt_dim("kv_heads", o.heads, 1);
+        o.seq_q = dim("seq_q");
+        o.seq_kv = opt_dim("seq_kv", o.seq_q, 1);
+        o.head_dim = dim("head_dim");
+        if (n["causal"]) o.causal = get_bool(cx, n["causal"], path + ".causal");
+        if (o.heads % o.kv_heads != 0)
+          fail(cx.at(n), path + ".kv_heads", "heads (" + std::to_string(o.heads) + ") must be a multiple of kv_heads (" +
+                                                 std::to_string(o.kv_heads) + ")");
+        if (o.causal && o.seq_q > o.seq_kv) fail(cx.at(n), path + ".seq_q", "a causal attention needs seq_q <= seq_kv");
+        checked_product(cx, n, path, {o.batch, o.heads, o.seq_q, o.seq_kv});
+        break;
+      case OpKind::conv2d:
+        o.batch = opt_dim("batch", 1, 1);
+        o.h = dim("h");
+        o.w = dim("w");
+        o.c = dim("c");
+        o.k = dim("k");
+        o.r = dim("r");
+        o.s = dim("s");
+        o.stride = opt_dim("stride", 1, 1);
+        o.pad = opt_dim("pad", 0, 0);
+        if (o.h + 2 * o.pad < o.r || o.w + 2 * o.pad < o.s)
+          fail(cx.at(n), path, "filter (" + std::to_string(o.r) + "x" + std::to_string(o.s) + ") is larger than the padded input");
+        checked_product(cx, n, path, {o.batch, o.conv_p(), o.conv_q(), o.k, o.c, o.r, o.s});
+        break;
+    }
+
+    if (const YAML::Node deps = n["deps"]) {
+      if (!deps.IsSequence()) fail(cx.at(deps), path + ".deps", "expected a list of op names");
+      for (size_t i = 0; i < deps.size(); ++i) {
+        if (!deps[i].IsScalar()) fail(cx.at(deps[i]), path + ".deps", "expected an op name");
+        const std::string d = deps[i].Scalar();
+        auto it = scope.find(d);
+        if (it == scope.end()) {
+          auto g = names_.find(d);
+          if (g == names_.end()) {
+            std::vector<std::string> known;
+            for (const auto& [k, _] : scope) known.push_back(k);
+            const std::string hint = config::closest_match(d, known);
+            fail(cx.at(deps[i]), path + ".deps", "no earlier op named '" + d + "' (an op may depend only on ops before it)" +
+                                                     (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+          }
+          o.deps.push_back(g->second);
+        } else {
+          o.deps.push_back(it->second);
+        }
+      }
+    }
+    const size_t index = t_.ops.size();
+    names_[o.name] = index;
+    scope[short_name] = index;
+    t_.ops.push_back(std::move(o));
+  }
+
+  static constexpr size_t kMaxOps = 10'000'000;
+  Trace& t_;
+  std::map<std::string, size_t> names_;
+};
+
+void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
+  const std::vector<std::string> keys = jsonl ? std::vector<std::string>{"xpusim_trace", "name", "description"}
+                                              : std::vector<std::string>{"xpusim_trace", "name", "description", "ops"};
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      const std::string hint = config::closest_match(key, keys);
+      fail(cx.at(kv.first), key, "unknown top-level key in a trace" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+    }
+  }
+  const YAML::Node v = root["xpusim_trace"];
+  if (!v) fail(cx.at(root), "", "not an xpusim trace: the header needs 'xpusim_trace: 1'");
+  if (!v.IsScalar() || v.Scalar() != "1")
+    fail(cx.at(v), "xpusim_trace", "unsupported trace format version '" + (v.IsScalar() ? v.Scalar() : std::string("?")) + "' (this build reads 1)");
+  if (root["name"]) t.name = root["name"].Scalar();
+  if (root["description"]) t.description = root["description"].Scalar();
+}
+
+}  // namespace
+
+const char* op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::gemm: return "gemm";
+    case OpKind::elementwise: return "elementwise";
+    case OpKind::reduction: return "reduction";
+    case OpKind::softmax: return "softmax";
+    case OpKind::layernorm: return "layernorm";
+    case OpKind::attention: return "attention";
+    case OpKind::conv2d: return "conv2d";
+  }
+  return "?";
+}
+
+RowwiseCost rowwise_cost(OpKind k) {
+  switch (k) {
+    case OpKind::reduction: return {1, 0};  // one add per element
+    case OpKind::softmax: return {4, 1};    // running max, subtract, running sum, scale; one exp
+    case OpKind::layernorm: return {7, 0};  // sum, sum of squares (FMA), subtract mean, multiply by
+                                            // rstd, gamma, beta (FMA), convert; rsqrt once per row
+    default: return {0, 0};
+  }
+}
+
+int64_t Op::elements() const {
+  int64_t p = 1;
+  for (int64_t d : shape) p *= d;
+  return p;
+}
+int64_t Op::cols() const { return shape.empty() ? 0 : shape.back(); }
+int64_t Op::rows() const { return cols() ? elements() / cols() : 0; }
+
+double Op::attention_pairs() const {
+  const double sq = static_cast<double>(seq_q), skv = static_cast<double>(seq_kv);
+  if (!causal) return sq * skv;
+  // Query i (0-based) sits at position skv - sq + i and sees keys 0..that position.
+  const double offset = skv - sq;
+  return sq * (offset + 1) + sq * (sq - 1) / 2;
+}
+
+double Op::flops() const {
+  const double b = static_cast<double>(batch);
+  switch (kind) {
+    case OpKind::gemm: return 2.0 * b * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    case OpKind::elementwise: return flops_per_element * static_cast<double>(elements());
+    case OpKind::reduction:
+    case OpKind::softmax:
+    case OpKind::layernorm: {
+      const RowwiseCost c = rowwise_cost(kind);
+      return (c.fp32 + c.sfu) * static_cast<double>(elements());
+    }
+    case OpKind::attention:
+      return 4.0 * b * static_cast<double>(heads) * attention_pairs() * static_cast<double>(head_dim);
+    case OpKind::conv2d:
+      return 2.0 * b * static_cast<double>(conv_p() * conv_q()) * static_cast<double>(k) *
+             static_cast<double>(c * r * s);
+  }
+  return 0;
+}
+
+double Op::min_bytes() const {
+  const double ei = dtype_bytes(dtype), eo = dtype_bytes(out_dtype);
+  const double b = static_cast<double>(batch);
+  switch (kind) {
+    case OpKind::gemm: {
+      const double weights = static_cast<double>(k) * static_cast<double>(n) * ei * (sparse_2_4 ? 0.5 + 1.0 / 16 : 1.0);
+      return b * (static_cast<double>(m) * static_cast<double>(k) * ei + weights +
+                  static_cast<double>(m) * static_cast<double>(n) * eo);
+    }
+    case OpKind::elementwise: return static_cast<double>(elements()) * (inputs * ei + eo);
+    case OpKind::reduction: return static_cast<double>(elements()) * ei + static_cast<double>(rows()) * eo;
+    case OpKind::softmax:
+    case OpKind::layernorm: return static_cast<double>(elements()) * (ei + eo);
+    case OpKind::attention:
+      return b * static_cast<double>(head_dim) *
+             (static_cast<double>(seq_q * heads) * (ei + eo) + 2.0 * static_cast<double>(seq_kv * kv_heads) * ei);
+    case OpKind::conv2d:
+      return b * static_cast<double>(h * w * c) * ei + static_cast<double>(k * r * s * c) * ei +
+             b * static_cast<double>(conv_p() * conv_q() * k) * eo;
+  }
+  return 0;
+}
+
+std::string Op::shape_text() const {
+  auto j = [](std::initializer_list<int64_t> v) {
+    std::string s;
+    for (int64_t x : v) s += (s.empty() ? "" : "x") + std::to_string(x);
+    return s;
+  };
+  switch (kind) {
+    case OpKind::gemm: return (batch > 1 ? std::to_string(batch) + "*" : "") + j({m, n, k});
+    case OpKind::attention:
+      return "b" + std::to_string(batch) + " h" + std::to_string(heads) + "/" + std::to_string(kv_heads) + " q" +
+             std::to_string(seq_q) + " kv" + std::to_string(seq_kv) + " d" + std::to_string(head_dim) + (causal ? " causal" : "");
+    case OpKind::conv2d:
+      return "n" + std::to_string(batch) + " " + j({h, w, c}) + " k" + std::to_string(k) + " " + j({r, s}) + "/" +
+             std::to_string(stride);
+    default: {
+      std::string s;
+      for (int64_t x : shape) s += (s.empty() ? "" : "x") + std::to_string(x);
+      return s;
+    }
+  }
+}
+
+Trace load_trace(const std::string& path) {
+  Trace t;
+  t.file = path;
+  const bool jsonl = path.size() >= 6 && path.substr(path.size() - 6) == ".jsonl";
+  if (!jsonl) {
+    const YAML::Node root = load_yaml_file(path);
+    Ctx cx{path, 0};
+    if (!root.IsMap()) fail(cx.at(root), "", "a trace must be a mapping with 'xpusim_trace: 1' and 'ops'");
+    check_header(cx, root, t, false);
+    const YAML::Node ops = root["ops"];
+    if (!ops) fail(cx.at(root), "", "missing required key 'ops'");
+    if (!ops.IsSequence()) fail(cx.at(ops), "ops", "expected a list of ops");
+    Parser p(t);
+    std::map<std::string, size_t> scope;
+    for (size_t i = 0; i < ops.size(); ++i) p.node(cx, ops[i], "", scope, "ops[" + std::to_string(i) + "]");
+  } else {
+    std::ifstream in(path);
+    if (!in) throw UserError(path + ": cannot open file");
+    std::string line;
+    int lineno = 0;
+    bool header = false;
+    Parser p(t);
+    std::map<std::string, size_t> scope;
+    while (std::getline(in, line)) {
+      ++lineno;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      Ctx cx{path, lineno - 1};
+      const YAML::Node rec = load_yaml_string(line, path, lineno - 1);
+      if (!rec.IsMap()) fail(SourceLoc{path, lineno, 1}, "", "each line must be one JSON object");
+      if (!header) {
+        check_header(cx, rec, t, true);
+        header = true;
+        continue;
+      }
+      p.node(cx, rec, "", scope, "line " + std::to_string(lineno));
+    }
+    if (!header) throw UserError(path + ": file is empty (expected a header line {\"xpusim_trace\": 1})");
+  }
+  if (t.ops.empty()) throw UserError(path + ": trace has no ops");
+  if (t.name.empty()) t.name = std::filesystem::path(path).stem().string();
+  return t;
+}
+
+}  // namespace xpusim::trace

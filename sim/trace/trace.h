@@ -1,0 +1,71 @@
+#pragma once
+// Workload traces, format v1 (docs/trace-format.md): a list of ops (kernels) with shapes,
+// number formats, stream and dependencies, and `repeat` blocks for layers.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/common/dtype.h"
+#include "sim/error.h"
+
+namespace xpusim::trace {
+
+enum class OpKind { gemm, elementwise, reduction, softmax, layernorm, attention, conv2d };
+const char* op_kind_name(OpKind k);
+
+struct Op {
+  std::string name;
+  OpKind kind = OpKind::gemm;
+  Dtype dtype = Dtype::bf16;
+  Dtype out_dtype = Dtype::bf16;
+  int stream = 0;
+  int device = 0;
+  std::vector<size_t> deps;  // indices of earlier ops
+  SourceLoc loc;
+
+  // gemm: C[batch, m, n] = A[batch, m, k] x B[batch, k, n]; conv2d uses batch and k too.
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool sparse_2_4 = false;  // 2:4 structured sparsity on B (the weights)
+  // elementwise, reduction, softmax, layernorm: the tensor's shape; row-wise ops work on the
+  // last dimension.
+  std::vector<int64_t> shape;
+  int inputs = 1;                  // elementwise: input tensors read
+  double flops_per_element = 1;    // elementwise
+  // attention (fused, FlashAttention-style): Q [batch, seq_q, heads, head_dim],
+  // K/V [batch, seq_kv, kv_heads, head_dim]
+  int64_t heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  bool causal = false;
+  // conv2d: input NHWC [batch, h, w, c], filter KRSC [k, r, s, c]
+  int64_t h = 0, w = 0, c = 0, r = 0, s = 0, stride = 1, pad = 0;
+
+  int64_t elements() const;  // elementwise/row-wise: product of shape
+  int64_t rows() const;      // product of all but the last dimension
+  int64_t cols() const;      // the last dimension
+  int64_t conv_p() const { return (h + 2 * pad - r) / stride + 1; }
+  int64_t conv_q() const { return (w + 2 * pad - s) / stride + 1; }
+  double attention_pairs() const;  // (query, key) pairs that are computed (causal mask applied)
+  double flops() const;            // useful floating-point (or integer) operations
+  double min_bytes() const;        // compulsory traffic: every input read once, output written once
+  std::string shape_text() const;  // "8192x8192x8192", for reports
+};
+
+struct Trace {
+  std::string name;
+  std::string file;
+  std::string description;
+  std::vector<Op> ops;
+};
+
+// Loads .yaml/.yml (hand-written) or .jsonl (generated) traces; throws UserError naming file,
+// line, column and key on any problem.
+Trace load_trace(const std::string& path);
+
+// Per-element costs of the row-wise kernels: FP32 lane ops and special-function ops per input
+// element, as an implementation that reads each row once (online softmax, Welford layernorm)
+// spends them. Shared by FLOP counting and lowering.
+struct RowwiseCost {
+  double fp32 = 0, sfu = 0;
+};
+RowwiseCost rowwise_cost(OpKind k);
+
+}  // namespace xpusim::trace

@@ -1,0 +1,4 @@
+#pragma once
+namespace xpusim {
+inline constexpr const char* kVersion = "0.1.0";
+}
