@@ -30,17 +30,17 @@ using LeafMap = std::map<std::string, Leaf>;
   throw UserError(at.str() + ": " + (key.empty() ? "" : "key '" + key + "': ") + msg);
 }
 
-void flatten(const YAML::Node& map, const std::string& prefix, const std::string& file, LeafMap& out,
-             std::set<std::string>& seen_here) {
+void flatten(const YAML::Node& map, const std::string& prefix, const std::string& file, LeafMap& out) {
+  std::set<std::string> seen_here;  // YAML forbids repeated keys in a mapping; yaml-cpp accepts them
   for (const auto& kv : map) {
     const SourceLoc key_loc = yaml_loc(file, kv.first);
     if (!kv.first.IsScalar()) fail(key_loc, prefix, "keys must be plain names");
     const std::string key = kv.first.Scalar();
     const std::string path = prefix.empty() ? key : prefix + "." + key;
-    if (!seen_here.insert(path).second) fail(key_loc, path, "duplicate key");
+    if (!seen_here.insert(key).second) fail(key_loc, path, "duplicate key (it appears earlier in the same mapping)");
     const YAML::Node& v = kv.second;
     if (v.IsMap()) {
-      flatten(v, path, file, out, seen_here);
+      flatten(v, path, file, out);
     } else {
       out[path] = Leaf{path, v, key_loc, yaml_loc(file, v)};
     }
@@ -69,8 +69,7 @@ LeafMap load_file(const std::string& path, std::vector<std::string>& chain) {
     }
   }
   LeafMap own;
-  std::set<std::string> seen;
-  flatten(root, "", path, own, seen);
+  flatten(root, "", path, own);
   own.erase("extends");
   for (auto& [k, leaf] : own) {
     // A child may replace a whole subtree with a scalar only if the schema allows it; that is
@@ -185,16 +184,17 @@ std::string leaf_text(const YAML::Node& n) {
 }  // namespace
 
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  // Edit distance in which swapping two neighbouring letters ("hmb" for "hbm") is one edit.
   auto distance = [](const std::string& a, const std::string& b) {
-    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      cur[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j)
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      std::swap(prev, cur);
-    }
-    return prev[b.size()];
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+      for (size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    return d[a.size()][b.size()];
   };
   std::string best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;

@@ -1,0 +1,31 @@
+#pragma once
+// Shared test helpers: temporary input files, shipped paths, and simulation in a child process.
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+namespace xpusim::testing {
+
+std::string source_path(const std::string& rel);  // path under the repository
+// Writes `text` to a fresh temporary file with this name suffix and returns its path.
+std::string temp_file(const std::string& text, const std::string& suffix = ".yaml");
+// Loads config + trace, simulates in a forked child, returns the parsed report.json.
+YAML::Node simulate(const std::string& config_path, const std::string& trace_text,
+                    const std::vector<std::string>& overrides = {});
+// The message of the UserError `f` throws, or "" if it throws none.
+template <class F>
+std::string error_of(F&& f);
+
+}  // namespace xpusim::testing
+
+#include "sim/error.h"
+template <class F>
+std::string xpusim::testing::error_of(F&& f) {
+  try {
+    f();
+  } catch (const xpusim::UserError& e) {
+    return e.what();
+  }
+  return "";
+}

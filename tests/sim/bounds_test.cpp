@@ -1,0 +1,117 @@
+// Analytic bounds: whatever the model does inside, a run can never beat the peaks derived from
+// its own config, and more work can never take less time.
+#include <catch2/catch.hpp>
+
+#include "helpers.h"
+#include "sim/config/config_loader.h"
+#include "sim/engine/simulate.h"
+#include "sim/trace/trace.h"
+
+using xpusim::testing::error_of;
+using xpusim::testing::simulate;
+using xpusim::testing::source_path;
+
+namespace {
+const std::string kH100 = source_path("configs/h100-sxm.yaml");
+
+std::string gemm_trace(long m, long n, long k, const std::string& dtype = "bf16", const std::string& extra = "") {
+  return "xpusim_trace: 1\nops:\n  - {name: g, kind: gemm, m: " + std::to_string(m) + ", n: " + std::to_string(n) +
+         ", k: " + std::to_string(k) + ", dtype: " + dtype + extra + "}\n";
+}
+std::string copy_trace(long elements, int inputs = 1) {
+  return "xpusim_trace: 1\nops:\n  - {name: e, kind: elementwise, shape: [" + std::to_string(elements) +
+         "], inputs: " + std::to_string(inputs) + ", dtype: fp32}\n";
+}
+double d(const YAML::Node& n) { return n.as<double>(); }
+}  // namespace
+
+TEST_CASE("a GEMM never beats the tensor-core peak", "[sim][bounds]") {
+  for (const char* dtype : {"bf16", "fp8", "int8", "tf32"}) {
+    const YAML::Node r = simulate(kH100, gemm_trace(4096, 4096, 4096, dtype));
+    const YAML::Node op = r["ops"][0];
+    INFO(dtype << ": " << d(op["tflops"]) << " of " << d(op["peak_tflops"]));
+    CHECK(d(op["tflops"]) <= d(op["peak_tflops"]));
+    CHECK(d(op["utilisation"]["tensor_cores"]) <= 1.0 + 1e-9);
+    CHECK(d(op["fraction_of_peak"]) > 0.3);  // and it is not absurdly slow either
+  }
+  const YAML::Node sparse = simulate(kH100, gemm_trace(4096, 4096, 4096, "fp8", ", sparsity: \"2:4\""));
+  CHECK(d(sparse["ops"][0]["tflops"]) <= d(sparse["ops"][0]["peak_tflops"]));
+  CHECK(d(sparse["ops"][0]["peak_tflops"]) == Approx(2 * 1978.86).epsilon(1e-3));
+}
+
+TEST_CASE("a copy never beats peak HBM bandwidth and is HBM-bound", "[sim][bounds]") {
+  const YAML::Node r = simulate(kH100, copy_trace(1L << 27));
+  const YAML::Node op = r["ops"][0];
+  const double peak = d(r["chip"]["hbm_peak_bandwidth"]);
+  CHECK(d(op["memory"]["hbm_bandwidth"]) <= peak);
+  CHECK(d(op["time_s"]) >= d(op["min_bytes"]) / peak);
+  CHECK(op["bound"].as<std::string>() == "HBM bandwidth");
+  // The sustained rate is reached: a streaming copy runs at over 80% of the achievable share.
+  CHECK(d(op["memory"]["hbm_bandwidth"]) > 0.8 * d(r["chip"]["hbm_sustained_bandwidth"]));
+  // Raising bandwidth in the config speeds it up.
+  const YAML::Node fast = simulate(kH100, copy_trace(1L << 27), {"hbm.bandwidth=6.7 TB/s"});
+  CHECK(d(fast["ops"][0]["time_s"]) < 0.6 * d(op["time_s"]));
+}
+
+TEST_CASE("simulated time grows with work", "[sim][bounds]") {
+  double last = 0;
+  for (long n : {512L, 1024L, 2048L, 4096L}) {
+    const double t = d(simulate(kH100, gemm_trace(n, n, n))["total"]["time_s"]);
+    CHECK(t > last);
+    last = t;
+  }
+  last = 0;
+  for (long n : {1L << 16, 1L << 20, 1L << 24}) {
+    const double t = d(simulate(kH100, copy_trace(n, 2))["total"]["time_s"]);
+    CHECK(t > last);
+    last = t;
+  }
+}
+
+TEST_CASE("wave quantisation emerges: one tile more than a wave costs a second wave", "[sim][bounds]") {
+  // 128x128 tiles, one CTA per SM: 132 tiles fill one wave of 132 SMs exactly.
+  const std::vector<std::string> one_tile = {"kernels.gemm.tiles=[128x128]"};
+  const double full = d(simulate(kH100, gemm_trace(128 * 12, 128 * 11, 4096), one_tile)["total"]["time_s"]);
+  const double spill = d(simulate(kH100, gemm_trace(128 * 12 + 1, 128 * 11, 4096), one_tile)["total"]["time_s"]);
+  const double alone = d(simulate(kH100, gemm_trace(128, 128, 4096), one_tile)["total"]["time_s"]);
+  // The 133rd tile runs in a second wave of its own: the run takes a full wave plus one tile.
+  CHECK(spill == Approx(full + alone).epsilon(0.1));
+  CHECK(spill / full > 1.3);
+}
+
+TEST_CASE("number formats and sparsity change compute-bound time as the peaks say", "[sim][bounds]") {
+  const double bf16 = d(simulate(kH100, gemm_trace(4096, 4096, 8192, "bf16"))["total"]["time_s"]);
+  const double fp8 = d(simulate(kH100, gemm_trace(4096, 4096, 8192, "fp8"))["total"]["time_s"]);
+  CHECK(fp8 < 0.75 * bf16);
+  CHECK(fp8 > 0.45 * bf16);  // never better than the 2x the tensor cores offer
+  const YAML::Node b200 = simulate(source_path("configs/b200.yaml"), gemm_trace(4096, 4096, 8192, "fp4"));
+  CHECK(d(b200["ops"][0]["tflops"]) <= d(b200["ops"][0]["peak_tflops"]));
+  CHECK(d(b200["ops"][0]["peak_tflops"]) == Approx(9000).epsilon(3e-3));
+}
+
+TEST_CASE("ops on two streams overlap, dependent ops do not", "[sim][bounds]") {
+  const std::string two_streams =
+      "xpusim_trace: 1\nops:\n"
+      "  - {name: a, kind: gemm, m: 256, n: 256, k: 8192, stream: 0}\n"
+      "  - {name: b, kind: gemm, m: 256, n: 256, k: 8192, stream: 1}\n";
+  const std::string dependent =
+      "xpusim_trace: 1\nops:\n"
+      "  - {name: a, kind: gemm, m: 256, n: 256, k: 8192, stream: 0}\n"
+      "  - {name: b, kind: gemm, m: 256, n: 256, k: 8192, stream: 1, deps: [a]}\n";
+  const YAML::Node par = simulate(kH100, two_streams);
+  const YAML::Node seq = simulate(kH100, dependent);
+  CHECK(d(par["ops"][1]["start_s"]) < d(par["ops"][0]["end_s"]));
+  CHECK(d(seq["ops"][1]["start_s"]) >= d(seq["ops"][0]["end_s"]));
+  CHECK(d(par["total"]["time_s"]) < d(seq["total"]["time_s"]));
+}
+
+TEST_CASE("the same inputs give byte-identical reports", "[sim][determinism]") {
+  const auto cfg = xpusim::config::load_config(kH100);
+  const auto tr = xpusim::trace::load_trace(source_path("tests/data/gemm-small.yaml"));
+  CHECK(xpusim::engine::simulate_isolated(cfg, tr) == xpusim::engine::simulate_isolated(cfg, tr));
+}
+
+TEST_CASE("an accelerator config loads but does not run yet", "[sim][errors]") {
+  CHECK_THAT(error_of([] { simulate(source_path("configs/magnet-int4.yaml"), gemm_trace(64, 64, 64, "int4")); }),
+             Catch::Contains("has no timing model in this build yet"));
+}

@@ -1,0 +1,167 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "helpers.h"
+#include "sim/config/config_loader.h"
+
+using namespace xpusim;
+using xpusim::testing::error_of;
+using xpusim::testing::source_path;
+using xpusim::testing::temp_file;
+
+namespace {
+
+const std::string kMinimal = R"(name: tiny
+kind: gpu
+sm:
+  count: 4
+  clock: 1 GHz
+tensor_core:
+  macs_per_clock:
+    bf16: 512
+l2:
+  size: 4 MiB
+  bandwidth: 1 TB/s
+hbm:
+  capacity: 16 GiB
+  bandwidth: 1 TB/s
+)";
+
+std::string load_error(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  const std::string path = temp_file(yaml);
+  return error_of([&] { config::load_config(path, sets); });
+}
+
+// A config that extends the minimal one, with `yaml` added.
+std::string child_error(const std::string& yaml) {
+  static const std::string base = temp_file(kMinimal);
+  return load_error("extends: " + base + "\n" + yaml);
+}
+
+}  // namespace
+
+TEST_CASE("shipped configs load with their published figures", "[config]") {
+  const auto h100 = config::load_config(source_path("configs/h100-sxm.yaml"));
+  CHECK(h100.chip.gpu.sm.count == 132);
+  CHECK(h100.chip.gpu.hbm.bandwidth == Approx(3.35e12));
+  CHECK(h100.chip.gpu.l2.size_bytes == Approx(50.0 * 1024 * 1024));
+  // The dense bf16 peak the datasheet quotes follows from the parameters.
+  const auto& g = h100.chip.gpu;
+  CHECK(2.0 * g.sm.count * g.tensor_core.per_sm * g.tensor_core.macs_per_clock.bf16 * g.sm.clock_hz == Approx(989.4e12).epsilon(1e-3));
+
+  const auto b200 = config::load_config(source_path("configs/b200.yaml"));
+  CHECK(b200.chip.gpu.sm.count == 148);
+  CHECK(b200.chip.gpu.hbm.bandwidth == Approx(8e12));
+  CHECK(b200.chip.gpu.sm.max_warps == 64);  // inherited through extends
+  const auto& b = b200.chip.gpu;
+  CHECK(2.0 * b.sm.count * b.tensor_core.per_sm * b.tensor_core.macs_per_clock.fp4 * b.sm.clock_hz == Approx(9e15).epsilon(2e-3));
+
+  const auto magnet = config::load_config(source_path("configs/magnet-int4.yaml"));
+  const auto& a = magnet.chip.accel.accelerator;
+  CHECK(a.pes * a.vector_units_per_pe * a.vector_width == 1024);
+}
+
+TEST_CASE("defaults fill what a config leaves out, and sources are recorded", "[config]") {
+  const std::string path = temp_file(kMinimal);
+  const auto cfg = config::load_config(path);
+  CHECK(cfg.chip.gpu.sm.sub_partitions == 4);
+  CHECK(cfg.chip.gpu.l2.line_bytes == 128);
+  bool saw_default = false, saw_file = false;
+  for (const auto& e : cfg.entries) {
+    if (e.spec->key == "l2.line_bytes") saw_default = e.source.file.empty();
+    if (e.spec->key == "sm.count") saw_file = e.source.file == path && e.source.line == 4;
+  }
+  CHECK(saw_default);
+  CHECK(saw_file);
+}
+
+TEST_CASE("command-line overrides change a value and the resolved config loads again", "[config]") {
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"), {"hbm.bandwidth=4 TB/s", "sm.count=100"});
+  CHECK(cfg.chip.gpu.hbm.bandwidth == Approx(4e12));
+  CHECK(cfg.chip.gpu.sm.count == 100);
+  const std::string resolved = config::resolved_yaml(cfg, "test");
+  CHECK_THAT(resolved, Catch::Contains("bandwidth: 4 TB/s  # --set hbm.bandwidth"));
+  const auto again = config::load_config(temp_file(resolved));
+  CHECK(again.chip.gpu.hbm.bandwidth == Approx(4e12));
+  CHECK(again.chip.gpu.sm.count == 100);
+  CHECK(again.chip.gpu.kernels.gemm_tiles == cfg.chip.gpu.kernels.gemm_tiles);
+}
+
+TEST_CASE("config errors name file, line, column and key", "[config][errors]") {
+  SECTION("unknown key, with a suggestion") {
+    const std::string e = load_error(kMinimal + "sm2:\n  cout: 3\n");
+    CHECK_THAT(e, Catch::Matches(".*xpusim-test-.*\\.yaml:16:3: key 'sm2.cout': unknown key.*"));
+    CHECK_THAT(child_error("l2:\n  asociativity: 8\n"),
+               Catch::Contains(":3:3: key 'l2.asociativity': unknown key") && Catch::Contains("did you mean 'l2.associativity'"));
+  }
+  SECTION("typo inside a known section gets a did-you-mean") {
+    std::string y = kMinimal;
+    y.replace(y.find("  count: 4"), 10, "  cuont: 4");
+    CHECK_THAT(load_error(y), Catch::Contains("key 'sm.cuont': unknown key") && Catch::Contains("did you mean 'sm.count'"));
+  }
+  SECTION("missing required key") {
+    std::string y = kMinimal;
+    y.erase(y.find("  clock: 1 GHz\n"), 15);
+    CHECK_THAT(load_error(y), Catch::Contains("missing required key 'sm.clock'"));
+  }
+  SECTION("value out of range") {
+    std::string y = kMinimal;
+    y.replace(y.find("count: 4"), 8, "count: 0");
+    CHECK_THAT(load_error(y), Catch::Contains(":4:10: key 'sm.count': value 0 is out of range [1, 4096]"));
+    y = kMinimal;
+    y.replace(y.find("count: 4"), 8, "count: -3");
+    CHECK_THAT(load_error(y), Catch::Contains("key 'sm.count': value -3 is out of range"));
+  }
+  SECTION("bare number where a unit is due") {
+    std::string y = kMinimal;
+    y.replace(y.find("clock: 1 GHz"), 12, "clock: 1.5");
+    CHECK_THAT(load_error(y), Catch::Contains(":5:10: key 'sm.clock': '1.5' needs a unit of frequency"));
+  }
+  SECTION("wrong unit dimension") {
+    std::string y = kMinimal;
+    y.replace(y.find("clock: 1 GHz"), 12, "clock: 1 TB/s");
+    CHECK_THAT(load_error(y), Catch::Contains("is a bandwidth, but a frequency is due"));
+  }
+  SECTION("type errors") {
+    std::string y = kMinimal;
+    y.replace(y.find("count: 4"), 8, "count: many");
+    CHECK_THAT(load_error(y), Catch::Contains("key 'sm.count': 'many' is not an integer"));
+    y = kMinimal;
+    y.replace(y.find("count: 4"), 8, "count: 4.5");
+    CHECK_THAT(load_error(y), Catch::Contains("'4.5' must be a whole number"));
+    y = kMinimal;
+    y.replace(y.find("count: 4"), 8, "count: [1, 2]");
+    CHECK_THAT(load_error(y), Catch::Contains("expected a single value"));
+    CHECK_THAT(child_error("kernels:\n  gemm:\n    tiles: 128x128\n"), Catch::Contains("key 'kernels.gemm.tiles': expected a list"));
+    CHECK_THAT(child_error("l2:\n  hash: crc\n"), Catch::Contains("'crc' is not one of: xor, modulo"));
+  }
+  SECTION("enum and bool values") {
+    CHECK_THAT(child_error("tensor_core:\n  sparse_2_4: yes\n"), Catch::Contains("key 'tensor_core.sparse_2_4': 'yes' must be true or false"));
+    CHECK_THAT(load_error(kMinimal + "l2:\n  hash: xor\n"), Catch::Contains(":15:1: key 'l2': duplicate key"));
+    const std::string base = source_path("configs/h100-sxm.yaml");
+    CHECK_THAT(error_of([&] { config::load_config(base, {"tensor_core.sparse_2_4=maybe"}); }), Catch::Contains("must be true or false"));
+    CHECK_THAT(error_of([&] { config::load_config(base, {"l2.hash=xro"}); }), Catch::Contains("did you mean 'xor'"));
+  }
+  SECTION("a section given a scalar") {
+    CHECK_THAT(load_error("name: x\nkind: gpu\nsm: 132\n"), Catch::Contains("key 'sm': is a section"));
+  }
+  SECTION("malformed YAML, empty file, missing file, unknown kind") {
+    CHECK_THAT(load_error("name: x\nkind: gpu\nsm: {count: 4\n"), Catch::Contains("malformed YAML"));
+    CHECK_THAT(load_error(""), Catch::Contains("file is empty"));
+    CHECK_THAT(error_of([] { config::load_config("/nonexistent/chip.yaml"); }), Catch::Contains("does not exist"));
+    CHECK_THAT(load_error("name: x\nkind: gpuu\n"), Catch::Contains("did you mean 'gpu'"));
+    CHECK_THAT(load_error("- a\n- b\n"), Catch::Contains("must be a mapping"));
+  }
+  SECTION("bad --set and extends cycles") {
+    const std::string base = source_path("configs/h100-sxm.yaml");
+    CHECK_THAT(error_of([&] { config::load_config(base, {"hbm.bandwidth"}); }), Catch::Contains("expected key.path=value"));
+    CHECK_THAT(error_of([&] { config::load_config(base, {"hbm.bandwith=4 TB/s"}); }),
+               Catch::Contains("--set hbm.bandwith") && Catch::Contains("did you mean 'hbm.bandwidth'"));
+    const std::string a = temp_file("");
+    const std::string b = temp_file("extends: " + a + "\n");
+    std::ofstream(a) << "extends: " << b << "\n";
+    CHECK_THAT(error_of([&] { config::load_config(a); }), Catch::Contains("cycle"));
+    CHECK_THAT(load_error("extends: no-such-parent.yaml\nname: x\n"), Catch::Contains("does not exist"));
+  }
+}

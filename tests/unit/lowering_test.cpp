@@ -1,0 +1,143 @@
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "helpers.h"
+#include "sim/config/config_loader.h"
+#include "sim/lower/lowering.h"
+
+using namespace xpusim;
+using xpusim::testing::error_of;
+using xpusim::testing::source_path;
+
+namespace {
+
+struct Totals {
+  double macs = 0, load_bytes = 0, store_bytes = 0;
+  std::set<uint64_t> store_addrs;
+  bool overlapping_stores = false;
+};
+
+Totals walk(const KernelProgram& p) {
+  Totals t;
+  for (uint64_t c = 0; c < p.num_ctas(); ++c) {
+    StepWork w;
+    auto add = [&](const StepWork& s) {
+      t.macs += s.tensor_macs;
+      t.load_bytes += static_cast<double>(total_bytes(s.loads));
+      t.store_bytes += static_cast<double>(total_bytes(s.stores));
+      for (const auto& b : s.stores)
+        for (uint64_t r = 0; r < b.rows; ++r)
+          if (!t.store_addrs.insert(b.base + r * b.stride).second) t.overlapping_stores = true;
+    };
+    p.prologue(c, w);
+    add(w);
+    for (uint32_t s = 0; s < p.steps(c); ++s) {
+      w.clear();
+      p.step(c, s, w);
+      add(w);
+    }
+    w.clear();
+    p.epilogue(c, w);
+    add(w);
+  }
+  return t;
+}
+
+trace::Op gemm(int64_t m, int64_t n, int64_t k, Dtype d = Dtype::bf16) {
+  trace::Op op;
+  op.name = "g";
+  op.kind = trace::OpKind::gemm;
+  op.m = m, op.n = n, op.k = k, op.dtype = d, op.out_dtype = d;
+  return op;
+}
+
+}  // namespace
+
+TEST_CASE("GEMM lowering: every output written once, MACs cover the padded tiles", "[lowering]") {
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"));
+  lower::Lowering l(cfg.chip.gpu);
+  for (auto shape : {std::array<int64_t, 3>{1000, 1000, 1000}, {8192, 8192, 64}, {64, 4096, 4096}, {300, 700, 90}}) {
+    const trace::Op op = gemm(shape[0], shape[1], shape[2]);
+    const auto lo = l.lower(op);
+    const Totals t = walk(*lo.program);
+    CHECK_FALSE(t.overlapping_stores);
+    CHECK(t.store_bytes == Approx(static_cast<double>(op.m * op.n * 2)));  // bf16 C exactly once
+    CHECK(t.macs >= op.flops() / 2);                                      // never less than the work
+    CHECK(t.macs <= op.flops() / 2 * 4.5);                                // padding is bounded
+    // Every A and B element is loaded at least once.
+    CHECK(t.load_bytes >= static_cast<double>((op.m * op.k + op.k * op.n) * 2));
+    CHECK(lo.ctas_per_sm >= 1);
+    CHECK(lo.program->resources.shared_bytes <= cfg.chip.gpu.sm.shared_memory_bytes);
+    CHECK(lo.program->resources.registers <= cfg.chip.gpu.sm.registers);
+  }
+}
+
+TEST_CASE("streaming lowering covers every element exactly once", "[lowering]") {
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"));
+  lower::Lowering l(cfg.chip.gpu);
+  trace::Op op;
+  op.name = "e";
+  for (auto kind : {trace::OpKind::elementwise, trace::OpKind::softmax, trace::OpKind::reduction}) {
+    for (auto shape : {std::vector<int64_t>{1000, 999}, {7, 100000}, {1 << 20}, {3}}) {
+      op.kind = kind;
+      op.shape = shape;
+      op.inputs = 2;
+      const auto lo = l.lower(op);
+      const Totals t = walk(*lo.program);
+      const double n = static_cast<double>(op.elements());
+      const int inputs = kind == trace::OpKind::elementwise ? 2 : 1;
+      CHECK(t.load_bytes == Approx(n * 2 * inputs));
+      CHECK(t.store_bytes == Approx(kind == trace::OpKind::reduction ? op.rows() * 2.0 : n * 2));
+      CHECK_FALSE(t.overlapping_stores);
+    }
+  }
+}
+
+TEST_CASE("attention lowering: causal masks skip work, K/V shared by grouped heads", "[lowering]") {
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"));
+  lower::Lowering l(cfg.chip.gpu);
+  trace::Op op;
+  op.name = "a";
+  op.kind = trace::OpKind::attention;
+  op.batch = 2, op.heads = 8, op.kv_heads = 2, op.seq_q = 1024, op.seq_kv = 1024, op.head_dim = 128;
+  const Totals full = walk(*l.lower(op).program);
+  // Full tiles here (1024 is a multiple of 128): two MMAs per (query, key) pair and head_dim.
+  CHECK(full.macs == Approx(2.0 * op.attention_pairs() * 2 * 8 * 128));
+  op.causal = true;
+  const Totals causal = walk(*l.lower(op).program);
+  CHECK(causal.macs < 0.6 * full.macs);
+  CHECK(causal.macs >= op.flops() / 2);
+  CHECK(full.store_bytes == Approx(2.0 * 1024 * 8 * 128 * 2));
+}
+
+TEST_CASE("conv2d lowers to an implicit GEMM whose loads stay inside the input", "[lowering]") {
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"));
+  lower::Lowering l(cfg.chip.gpu);
+  trace::Op op;
+  op.name = "c";
+  op.kind = trace::OpKind::conv2d;
+  op.batch = 2, op.h = 14, op.w = 14, op.c = 64, op.k = 128, op.r = 3, op.s = 3, op.stride = 1, op.pad = 1;
+  const auto lo = l.lower(op);
+  const Totals t = walk(*lo.program);
+  CHECK(t.store_bytes == Approx(2.0 * 14 * 14 * 128 * 2));
+  CHECK(t.macs >= op.flops() / 2);
+  // Padding rows are skipped: fewer A bytes than the dense im2col matrix.
+  const double im2col = 2.0 * 14 * 14 * 64 * 9 * 2;
+  CHECK(t.load_bytes < im2col + 128.0 * 64 * 9 * 2 * 2 * 14);
+}
+
+TEST_CASE("lowering refuses what the chip cannot run", "[lowering][errors]") {
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"));
+  lower::Lowering l(cfg.chip.gpu);
+  CHECK_THAT(error_of([&] { l.lower(gemm(1024, 1024, 1024, Dtype::fp4)); }), Catch::Contains("do not support fp4"));
+  CHECK_THAT(error_of([&] { l.lower(gemm(1 << 20, 1 << 20, 1 << 10)); }), Catch::Contains("of HBM"));
+  const auto dense = config::load_config(source_path("configs/h100-sxm.yaml"), {"tensor_core.sparse_2_4=false"});
+  lower::Lowering ld(dense.chip.gpu);
+  trace::Op sp = gemm(1024, 1024, 1024);
+  sp.sparse_2_4 = true;
+  CHECK_THAT(error_of([&] { ld.lower(sp); }), Catch::Contains("2:4 sparsity"));
+  const auto tiles = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.tiles=[12x34]"});
+  lower::Lowering lt(tiles.chip.gpu);
+  CHECK_THAT(error_of([&] { lt.lower(gemm(64, 64, 64)); }), Catch::Contains("'12x34' is not a tile"));
+}

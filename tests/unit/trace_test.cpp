@@ -1,0 +1,94 @@
+#include <catch2/catch.hpp>
+
+#include "helpers.h"
+#include "sim/trace/trace.h"
+
+using namespace xpusim;
+using xpusim::testing::error_of;
+using xpusim::testing::temp_file;
+
+namespace {
+std::string trace_error(const std::string& text, const std::string& suffix = ".yaml") {
+  const std::string path = temp_file(text, suffix);
+  return error_of([&] { trace::load_trace(path); });
+}
+const std::string kHead = "xpusim_trace: 1\nname: t\nops:\n";
+}  // namespace
+
+TEST_CASE("traces load with kinds, dtypes, deps and repeat blocks", "[trace]") {
+  const auto t = trace::load_trace(temp_file(kHead + R"(  - {name: embed, kind: elementwise, shape: [8, 1024], dtype: fp8}
+  - repeat: 3
+    name: layer
+    ops:
+      - {name: qkv, kind: gemm, m: 8, n: 3072, k: 1024, dtype: bf16, deps: [embed]}
+      - {name: attn, kind: attention, heads: 16, kv_heads: 4, seq_q: 8, seq_kv: 512, head_dim: 64, deps: [qkv]}
+      - {name: out, kind: gemm, m: 8, n: 1024, k: 1024, sparsity: "2:4", deps: [attn]}
+  - {name: norm, kind: layernorm, shape: [8, 1024], stream: 1, deps: ["layer[2].out"]}
+)"));
+  REQUIRE(t.ops.size() == 11);
+  CHECK(t.ops[0].dtype == Dtype::fp8_e4m3);
+  CHECK(t.ops[1].name == "layer[0].qkv");
+  CHECK(t.ops[1].deps == std::vector<size_t>{0});
+  CHECK(t.ops[5].name == "layer[1].attn");
+  CHECK(t.ops[5].deps == std::vector<size_t>{4});  // the same iteration's qkv
+  CHECK(t.ops[3].sparse_2_4);
+  CHECK(t.ops[10].deps == std::vector<size_t>{9});
+  CHECK(t.ops[10].stream == 1);
+  CHECK(t.ops[2].kv_heads == 4);
+}
+
+TEST_CASE("FLOP counts follow the op definitions", "[trace]") {
+  trace::Op g;
+  g.kind = trace::OpKind::gemm;
+  g.m = 128, g.n = 256, g.k = 64, g.batch = 2;
+  CHECK(g.flops() == 2.0 * 2 * 128 * 256 * 64);
+  trace::Op a;
+  a.kind = trace::OpKind::attention;
+  a.batch = 1, a.heads = 2, a.kv_heads = 2, a.seq_q = 4, a.seq_kv = 4, a.head_dim = 8;
+  CHECK(a.flops() == 4.0 * 2 * 16 * 8);
+  a.causal = true;  // 1 + 2 + 3 + 4 = 10 of the 16 pairs
+  CHECK(a.attention_pairs() == 10);
+  trace::Op c;
+  c.kind = trace::OpKind::conv2d;
+  c.batch = 1, c.h = 8, c.w = 8, c.c = 16, c.k = 32, c.r = 3, c.s = 3, c.stride = 1, c.pad = 1;
+  CHECK(c.conv_p() == 8);
+  CHECK(c.flops() == 2.0 * 64 * 32 * 16 * 9);
+}
+
+TEST_CASE("JSON Lines traces load, with line numbers in errors", "[trace]") {
+  const auto t = trace::load_trace(temp_file(
+      "{\"xpusim_trace\": 1, \"name\": \"gen\"}\n"
+      "{\"name\": \"a\", \"kind\": \"gemm\", \"m\": 64, \"n\": 64, \"k\": 64}\n"
+      "\n"
+      "{\"name\": \"b\", \"kind\": \"softmax\", \"shape\": [64, 64], \"deps\": [\"a\"]}\n",
+      ".jsonl"));
+  REQUIRE(t.ops.size() == 2);
+  CHECK(t.name == "gen");
+  CHECK(t.ops[1].deps == std::vector<size_t>{0});
+  const std::string e = trace_error("{\"xpusim_trace\": 1}\n{\"kind\": \"gemm\", \"m\": 64, \"n\": -1, \"k\": 64}\n", ".jsonl");
+  CHECK_THAT(e, Catch::Matches(".*\\.jsonl:2:[0-9]+: key 'line 2\\.n': value -1 is out of range.*"));
+  CHECK_THAT(trace_error("{\"xpusim_trace\": 1}\n{\"kind\": \"gemm\", \"m\": 64\n", ".jsonl"), Catch::Contains(".jsonl:2:") && Catch::Contains("malformed YAML"));
+  CHECK_THAT(trace_error("", ".jsonl"), Catch::Contains("file is empty"));
+}
+
+TEST_CASE("trace errors name file, line, column and key", "[trace][errors]") {
+  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64}\n"), Catch::Contains(":4:5: key 'ops[0]': missing required key 'k'"));
+  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: -8}\n"), Catch::Contains("key 'ops[0].k': value -8 is out of range"));
+  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: 8, dtype: fp7}\n"), Catch::Contains("unknown number format 'fp7'"));
+  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gem, m: 64}\n"), Catch::Contains("unknown op kind 'gem'") && Catch::Contains("did you mean 'gemm'"));
+  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: 8, kk: 3}\n"), Catch::Contains("key 'ops[0].kk': unknown key for a gemm op"));
+  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: 8, deps: [nothere]}\n"), Catch::Contains("no earlier op named 'nothere'"));
+  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: 8, deps: [h]}\n  - {name: h, kind: gemm, m: 64, n: 64, k: 8}\n"),
+             Catch::Contains("no earlier op named 'h'"));
+  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: 8}\n  - {name: g, kind: gemm, m: 64, n: 64, k: 8}\n"), Catch::Contains("duplicate op name 'g'"));
+  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 4294967296, n: 4294967296, k: 8}\n"), Catch::Contains("more than 2^50"));
+  CHECK_THAT(trace_error(kHead + "  - {name: s, kind: softmax, shape: []}\n"), Catch::Contains("expected a list of 1 to 8 positive dimensions"));
+  CHECK_THAT(trace_error(kHead + "  - {kind: attention, heads: 6, kv_heads: 4, seq_q: 8, head_dim: 64}\n"), Catch::Contains("multiple of kv_heads"));
+  CHECK_THAT(trace_error(kHead + "  - {kind: gemm, m: 8, n: 8, k: 8, sparsity: \"1:4\"}\n"), Catch::Contains("expected \"2:4\" or none"));
+  CHECK_THAT(trace_error(kHead + "  - repeat: 0\n    ops: [{kind: gemm, m: 8, n: 8, k: 8}]\n"), Catch::Contains("key 'ops[0].repeat': value 0 is out of range"));
+  CHECK_THAT(trace_error("xpusim_trace: 2\nops: []\n"), Catch::Contains("unsupported trace format version '2'"));
+  CHECK_THAT(trace_error("name: x\nops: []\n"), Catch::Contains("needs 'xpusim_trace: 1'"));
+  CHECK_THAT(trace_error("xpusim_trace: 1\nopz: []\n"), Catch::Contains("did you mean 'ops'"));
+  CHECK_THAT(trace_error("xpusim_trace: 1\nops: []\n"), Catch::Contains("trace has no ops"));
+  CHECK_THAT(trace_error("xpusim_trace: 1\nops:\n  - 42\n"), Catch::Contains("must be a mapping"));
+}
