@@ -237,9 +237,12 @@ int cmd_describe(const std::string& cmd, const std::vector<std::string>& args, s
       const std::string title = sec.name.empty() ? "(top level)" : sec.name;
       if (format == "markdown") {
         out << "### `" << title << "`: " << sec.description << "\n\n| key | type | default | range | meaning |\n|---|---|---|---|---|\n";
-        for (const auto& p : sec.params)
-          out << "| `" << p.key << "` | " << kind_text(p) << " | " << (p.need.required ? "**required**" : "`" + p.need.default_text + "`")
+        for (const auto& p : sec.params) {
+          std::string type = kind_text(p);  // "gpu|accelerator" would split the table row
+          for (size_t i = 0; (i = type.find('|', i)) != std::string::npos; i += 2) type.replace(i, 1, "\\|");
+          out << "| `" << p.key << "` | " << type << " | " << (p.need.required ? "**required**" : "`" + p.need.default_text + "`")
               << " | " << range_text(p) << " | " << p.description << " |\n";
+        }
         out << "\n";
       } else {
         out << "\n[" << title << "] " << sec.description << "\n";

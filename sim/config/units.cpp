@@ -156,7 +156,7 @@ std::string format(double v, Dim d) {
     return std::string(buf);
   };
   switch (d) {
-    case Dim::None: { char b[32]; std::snprintf(b, sizeof b, "%.6g", v); return b; }
+    case Dim::None: { char b[32]; std::snprintf(b, sizeof b, "%.10g", v); return b; }
     case Dim::Frequency: return pick({{1e9, "GHz"}, {1e6, "MHz"}, {1e3, "kHz"}, {1, "Hz"}});
     case Dim::Size: return pick({{kTi, "TiB"}, {kGi, "GiB"}, {kMi, "MiB"}, {kKi, "KiB"}, {1, "B"}});
     case Dim::Bandwidth: return pick({{1e12, "TB/s"}, {1e9, "GB/s"}, {1e6, "MB/s"}, {1, "B/s"}});

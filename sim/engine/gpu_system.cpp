@@ -15,21 +15,24 @@ void WorkloadDriver::run() {
   const size_t n = runs_.size();
   std::vector<size_t> waiting(n);
   std::vector<std::vector<size_t>> succs(n);
-  using Ready = std::pair<double, size_t>;  // (time, op): earliest first, then trace order
+  // Ready times are kept in the kernel's own time unit (quantised once): comparing seconds held
+  // as doubles against the simulation clock could leave a sub-resolution gap that a timed wait
+  // rounds to zero, and the loop would spin in delta cycles.
+  using Ready = std::pair<sc_core::sc_time, size_t>;  // (time, op): earliest first, then trace order
   std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
   for (size_t i = 0; i < n; ++i) {
     waiting[i] = preds_[i].size();
     for (size_t p : preds_[i]) succs[p].push_back(i);
-    if (waiting[i] == 0) ready.push({0.0, i});
+    if (waiting[i] == 0) ready.push({sc_core::SC_ZERO_TIME, i});
   }
   while (done_ < n) {
-    const double now = sc_core::sc_time_stamp().to_seconds();
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
     while (!ready.empty() && ready.top().first <= now) {
       dispatcher_.submit(&runs_[ready.top().second]);
       ready.pop();
     }
     if (!ready.empty())
-      wait(sc_core::sc_time(ready.top().first - now, sc_core::SC_SEC), dispatcher_.kernel_finished);
+      wait(ready.top().first - now, dispatcher_.kernel_finished);
     else
       wait(dispatcher_.kernel_finished);
     for (KernelRun* k : dispatcher_.take_finished()) {
@@ -38,7 +41,7 @@ void WorkloadDriver::run() {
         if (--waiting[s] > 0) continue;
         double t = 0;
         for (size_t p : preds_[s]) t = std::max(t, runs_[p].end_s);
-        ready.push({t + gap_s_, s});
+        ready.push({std::max(sc_core::sc_time(t + gap_s_, sc_core::SC_SEC), sc_core::sc_time_stamp()), s});
       }
     }
   }

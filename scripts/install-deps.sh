@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs everything xpusim needs from Debian 12 packages (run as root, or with sudo available).
+set -euo pipefail
+packages=(build-essential cmake pkg-config libsystemc-dev libyaml-cpp-dev libboost-program-options-dev
+          libspdlog-dev catch2 python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
