@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "models/common/systemc.h"
 #include "sim/config/config_loader.h"
@@ -75,6 +76,20 @@ po::variables_map parse(const std::string& cmd, const std::vector<std::string>& 
   return vm;
 }
 
+// Adds the logging flags, parses, prints help if asked (then returns nothing) and sets the
+// log level: what every command does before its own work.
+std::optional<po::variables_map> parse_command(const std::string& cmd, const std::vector<std::string>& args,
+                                               po::options_description& d, std::ostream& out) {
+  add_logging(d);
+  po::variables_map vm = parse(cmd, args, d);
+  if (vm.count("help")) {
+    out << d << "\n";
+    return std::nullopt;
+  }
+  setup_logging(vm);
+  return vm;
+}
+
 void write_atomically(const fs::path& path, const std::string& text) {
   const fs::path tmp = path.string() + ".tmp";
   {
@@ -98,13 +113,9 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value: --set hbm.bandwidth=\"4 TB/s\" (repeatable)")
       ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, summary.md, ops.csv, resolved-config.yaml")
       ("show-ops", po::value<int>()->default_value(20), "ops listed on the terminal (the longest ones)");
-  add_logging(d);
-  const auto vm = parse(cmd, args, d);
-  if (vm.count("help")) {
-    out << d << "\n";
-    return 0;
-  }
-  setup_logging(vm);
+  const auto parsed = parse_command(cmd, args, d, out);
+  if (!parsed) return 0;  // --help was printed
+  const po::variables_map& vm = *parsed;
   if (!vm.count("config")) throw UsageError("xpusim run: --config is required; see `xpusim run --help`");
   if (!vm.count("trace")) throw UsageError("xpusim run: --trace is required; see `xpusim run --help`");
   if (vm["show-ops"].as<int>() < 1) throw UsageError("xpusim run: --show-ops must be at least 1");
@@ -142,13 +153,9 @@ int cmd_check(const std::string& cmd, const std::vector<std::string>& args, std:
       ("config,c", po::value<std::string>(), "hardware description to validate")
       ("trace,t", po::value<std::string>(), "trace to validate (with --config, also checks the chip can run every op)")
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value (repeatable)");
-  add_logging(d);
-  const auto vm = parse(cmd, args, d);
-  if (vm.count("help")) {
-    out << d << "\n";
-    return 0;
-  }
-  setup_logging(vm);
+  const auto parsed = parse_command(cmd, args, d, out);
+  if (!parsed) return 0;  // --help was printed
+  const po::variables_map& vm = *parsed;
   if (!vm.count("config") && !vm.count("trace")) throw UsageError("xpusim check: give --config, --trace or both");
   std::optional<config::LoadedConfig> cfg;
   if (vm.count("config")) {
@@ -205,13 +212,9 @@ int cmd_describe(const std::string& cmd, const std::vector<std::string>& args, s
       ("kind,k", po::value<std::string>(), "only this chip kind: gpu or accelerator")
       ("model,m", po::value<std::string>(), "only this section, e.g. sm, l2, hbm")
       ("format,f", po::value<std::string>()->default_value("text"), "text or markdown");
-  add_logging(d);
-  const auto vm = parse(cmd, args, d);
-  if (vm.count("help")) {
-    out << d << "\n";
-    return 0;
-  }
-  setup_logging(vm);
+  const auto parsed = parse_command(cmd, args, d, out);
+  if (!parsed) return 0;  // --help was printed
+  const po::variables_map& vm = *parsed;
   const std::string format = vm["format"].as<std::string>();
   if (format != "text" && format != "markdown") throw UsageError("xpusim describe: --format must be text or markdown");
   if (vm.count("config")) {
