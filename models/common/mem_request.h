@@ -28,6 +28,7 @@ class MemRequest : public tlm::tlm_extension<MemRequest> {
  public:
   const std::vector<Strided>* blocks = nullptr;
   OpCounters* counters = nullptr;
+  int fanout = 1;  // SMs that receive the data (TMA multicast); the L2 reads it once
 
   tlm::tlm_extension_base* clone() const override { return new MemRequest(*this); }
   void copy_from(const tlm::tlm_extension_base& other) override {

@@ -18,10 +18,12 @@ Crossbar::Crossbar(sc_core::sc_module_name name, const CrossbarParams& p, int po
 
 void Crossbar::b_transport(int port, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
   const double now = sc_core::sc_time_stamp().to_seconds();
-  const double bytes = trans.get_data_length();
-  bytes_.value += bytes;
   MemRequest* req = nullptr;
   trans.get_extension(req);
+  // A multicast share reaches every SM of the cluster: each SM's port receives the whole tile,
+  // i.e. its own share and its partners' shares.
+  const double bytes = static_cast<double>(trans.get_data_length()) * (req ? req->fanout : 1);
+  bytes_.value += bytes;
   if (req && req->counters) req->counters->noc_bytes += bytes;
   if (trans.is_write()) {
     // Store data crosses the SM's port on the way in.

@@ -11,6 +11,7 @@ struct KernelLibParams {
   double gemm_k_tile_bytes = 0;          // bytes of K per pipeline stage per operand row
   int gemm_max_stages = 0;               // multistage (TMA) pipeline depth limit
   int gemm_raster_group = 0;             // CTA rasterisation swizzle group (rows of tiles)
+  int gemm_cluster_m = 1;                // CTAs along M per cluster sharing B by TMA multicast
   int gemm_threads = 0;                  // threads per GEMM CTA (producer + consumer warpgroups)
   int simt_threads = 0;                  // threads per CTA for elementwise/row-wise kernels
   double simt_bytes_per_thread = 0;      // bytes each thread moves per pipeline stage

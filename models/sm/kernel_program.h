@@ -13,6 +13,10 @@ namespace xpusim {
 
 struct StepWork {
   std::vector<Strided> loads;
+  // Loads multicast to every CTA of a thread-block cluster (TMA multicast): this CTA fetches
+  // its share from L2 once, and the network delivers each share to all `multicast_fanout` SMs.
+  std::vector<Strided> multicast_loads;
+  int multicast_fanout = 1;
   std::vector<Strided> stores;
   double tensor_macs = 0;  // executed MACs (tile padding included)
   Dtype tensor_dtype = Dtype::bf16;

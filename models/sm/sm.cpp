@@ -51,7 +51,7 @@ void Sm::wait_until(double t) {
   if (t > now) sc_core::wait(sc_core::sc_time(t - now, sc_core::SC_SEC));
 }
 
-double Sm::issue(const std::vector<Strided>& blocks, bool write, KernelRun* k) {
+double Sm::issue(const std::vector<Strided>& blocks, bool write, KernelRun* k, int fanout) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   const uint64_t bytes = total_bytes(blocks);
   if (bytes == 0) return now;
@@ -60,6 +60,7 @@ double Sm::issue(const std::vector<Strided>& blocks, bool write, KernelRun* k) {
   MemRequest req;
   req.blocks = &blocks;
   req.counters = &k->counters;
+  req.fanout = fanout;
   tlm::tlm_generic_payload trans;
   trans.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
   trans.set_address(blocks.front().base);
@@ -70,6 +71,12 @@ double Sm::issue(const std::vector<Strided>& blocks, bool write, KernelRun* k) {
   mem->b_transport(trans, delay);
   trans.clear_extension(&req);
   return now + delay.to_seconds();
+}
+
+double Sm::issue_loads(const StepWork& w, KernelRun* k) {
+  const double own = issue(w.loads, false, k);
+  if (w.multicast_loads.empty()) return own;
+  return std::max(own, issue(w.multicast_loads, false, k, w.multicast_fanout));
 }
 
 double Sm::compute(const StepWork& w, KernelRun* k) {
@@ -105,7 +112,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
 
   StepWork pro;
   prog.prologue(cta, pro);
-  const double pro_ready = issue(pro.loads, false, k);
+  const double pro_ready = issue_loads(pro, k);
 
   const uint32_t n = prog.steps(cta);
   const uint32_t depth = std::min<uint32_t>(static_cast<uint32_t>(std::max(1, prog.stages)), n);
@@ -113,7 +120,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
   std::vector<double> ready(depth);
   for (uint32_t i = 0; i < depth; ++i) {
     prog.step(cta, i, ring[i]);
-    ready[i] = issue(ring[i].loads, false, k);
+    ready[i] = issue_loads(ring[i], k);
   }
   wait_until(pro_ready);
   wait_until(compute(pro, k));
@@ -126,7 +133,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
     if (s + depth < n) {
       ring[slot].clear();
       prog.step(cta, s + depth, ring[slot]);
-      ready[slot] = issue(ring[slot].loads, false, k);
+      ready[slot] = issue_loads(ring[slot], k);
     }
   }
 

@@ -46,7 +46,8 @@ class Sm : public sc_core::sc_module {
 
  private:
   void run_cta(KernelRun* k, uint64_t cta);
-  double issue(const std::vector<Strided>& blocks, bool write, KernelRun* k);
+  double issue(const std::vector<Strided>& blocks, bool write, KernelRun* k, int fanout = 1);
+  double issue_loads(const StepWork& w, KernelRun* k);
   double compute(const StepWork& w, KernelRun* k);
   static void wait_until(double t);
 

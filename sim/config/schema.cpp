@@ -120,6 +120,8 @@ Schema make_gpu_schema() {
                "Deepest multistage (TMA) pipeline; fewer if shared memory is short")
       .integer("gemm.raster_group", &KernelLibParams::gemm_raster_group, def("8"), between(1, 1024),
                "CTA rasterisation swizzle: rows of tiles walked together for L2 reuse")
+      .integer("gemm.cluster_m", &KernelLibParams::gemm_cluster_m, def("1"), between(1, 16),
+               "CTAs along M in a thread-block cluster; they share each B tile by TMA multicast (1 = no clusters)")
       .integer("gemm.threads", &KernelLibParams::gemm_threads, def("384"), between(32, 1024),
                "Threads per GEMM CTA (one producer and two consumer warpgroups)")
       .integer("simt.threads", &KernelLibParams::simt_threads, def("256"), between(32, 1024),

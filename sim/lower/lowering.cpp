@@ -39,6 +39,7 @@ class GemmProgram : public KernelProgram {
   uint64_t a = 0, b = 0, meta = 0, c = 0;
   int64_t tiles_m = 0, tiles_n = 0;
   int raster_group = 8;
+  int cluster = 1;  // CTAs along M sharing each B tile by TMA multicast
   bool conv = false;
   ConvGeometry g;
 
@@ -76,29 +77,37 @@ class GemmProgram : public KernelProgram {
       conv_a_blocks(tm, k0, kk, rows_m, w);
     }
     // B: K x N row-major (weights). 2:4 sparse weights store half the K rows plus 2-bit
-    // position metadata per kept element.
+    // position metadata per kept element. In a cluster, the CTAs that share this B tile each
+    // fetch an equal share of its columns and multicast it to the others.
     const int64_t b_rows = sparse ? (kk + 1) / 2 : kk;
     const int64_t b_k0 = sparse ? k0 / 2 : k0;
+    const int64_t first = (tm / cluster) * cluster;
+    const int64_t members = std::min<int64_t>(cluster, tiles_m - first);
+    const int64_t share = (cols_n + members - 1) / members;
+    const int64_t n_lo = std::min(cols_n, (tm - first) * share);
+    const int64_t n_cnt = std::min(cols_n, n_lo + share) - n_lo;
+    std::vector<Strided>& dst = members > 1 ? w.multicast_loads : w.loads;
+    w.multicast_fanout = static_cast<int>(members);
     const uint64_t b_batch = conv ? 0 : bytes_of(static_cast<uint64_t>(K * N), in_bits) * static_cast<uint64_t>(bi);
-    if (!conv) {
-      w.loads.push_back({b + b_batch + bytes_of(static_cast<uint64_t>(b_k0 * N + tn * bn), in_bits),
-                         static_cast<uint64_t>(b_rows), bytes_of(static_cast<uint64_t>(cols_n), in_bits),
-                         bytes_of(static_cast<uint64_t>(N), in_bits)});
-    } else {
+    if (n_cnt > 0 && !conv) {
+      dst.push_back({b + b_batch + bytes_of(static_cast<uint64_t>(b_k0 * N + tn * bn + n_lo), in_bits),
+                     static_cast<uint64_t>(b_rows), bytes_of(static_cast<uint64_t>(n_cnt), in_bits),
+                     bytes_of(static_cast<uint64_t>(N), in_bits)});
+    } else if (n_cnt > 0) {
       // Filters KRSC: each output channel's (r, s, c) run is contiguous.
-      w.loads.push_back({b + bytes_of(static_cast<uint64_t>(tn * bn * K + k0), in_bits), static_cast<uint64_t>(cols_n),
-                         bytes_of(static_cast<uint64_t>(kk), in_bits), bytes_of(static_cast<uint64_t>(K), in_bits)});
+      dst.push_back({b + bytes_of(static_cast<uint64_t>((tn * bn + n_lo) * K + k0), in_bits), static_cast<uint64_t>(n_cnt),
+                     bytes_of(static_cast<uint64_t>(kk), in_bits), bytes_of(static_cast<uint64_t>(K), in_bits)});
     }
-    if (sparse)
-      w.loads.push_back({meta + bytes_of(static_cast<uint64_t>(b_k0 * N + tn * bn), 2), static_cast<uint64_t>(b_rows),
-                         bytes_of(static_cast<uint64_t>(cols_n), 2), bytes_of(static_cast<uint64_t>(N), 2)});
+    if (sparse && n_cnt > 0)
+      dst.push_back({meta + bytes_of(static_cast<uint64_t>(b_k0 * N + tn * bn + n_lo), 2), static_cast<uint64_t>(b_rows),
+                     bytes_of(static_cast<uint64_t>(n_cnt), 2), bytes_of(static_cast<uint64_t>(N), 2)});
     // The whole tile is computed (TMA zero-fills past the edges): edge waste is real work.
     w.tensor_macs = static_cast<double>(bm * bn * bk);
     w.tensor_dtype = dtype;
     w.tensor_sparse = sparse;
     // One warpgroup MMA covers 64 rows x the tile's N x 32 bytes of K.
     w.instr_mma = static_cast<double>(bm / 64) * std::ceil(static_cast<double>(bk * in_bits) / 256.0);
-    w.instr_mem = static_cast<double>(w.loads.size());  // one TMA instruction per operand tile
+    w.instr_mem = static_cast<double>(w.loads.size() + w.multicast_loads.size());  // one TMA instruction per tile
   }
 
   void conv_a_blocks(int64_t tm, int64_t k0, int64_t kk, int64_t rows_m, StepWork& w) const {
@@ -352,6 +361,11 @@ LoweredOp Lowering::gemm(const Op& op) {
   }
   p->bk = std::max<int64_t>(16, static_cast<int64_t>(kl.gemm_k_tile_bytes * 8 / p->in_bits));
   p->raster_group = kl.gemm_raster_group;
+  p->cluster = kl.gemm_cluster_m;
+  if (p->raster_group % p->cluster != 0)
+    throw UserError("kernels.gemm.raster_group (" + std::to_string(p->raster_group) +
+                    ") must be a multiple of kernels.gemm.cluster_m (" + std::to_string(p->cluster) +
+                    ") so that the CTAs of a cluster are launched together");
 
   // Pick the candidate tile with the best estimate of time, as a library heuristic does:
   // waves of tensor work against L2 operand traffic.
@@ -378,7 +392,7 @@ LoweredOp Lowering::gemm(const Op& op) {
     const double tile_s = bm * bn * k_pad / eff_rate / sm.clock_hz;
     const double waves = std::ceil(tiles / (sm.count * cps));
     const double compute_s = waves * cps * tile_s;
-    const double l2_s = tiles * k_pad * (bm + bn) * p->in_bits / 8.0 / gpu_.l2.bandwidth;
+    const double l2_s = tiles * k_pad * (bm + static_cast<double>(bn) / p->cluster) * p->in_bits / 8.0 / gpu_.l2.bandwidth;
     const double est = std::max(compute_s, l2_s);
     if (est < best * (1 - 1e-9)) {
       best = est;
@@ -399,6 +413,7 @@ LoweredOp Lowering::gemm(const Op& op) {
   p->c = alloc(static_cast<double>(p->batch) * p->M * p->N * p->out_bits / 8.0);
   std::ostringstream os;
   os << "tile " << p->bm << "x" << p->bn << "x" << p->bk << ", " << p->stages << " stages";
+  if (p->cluster > 1) os << ", cluster " << p->cluster << "x1 (B multicast)";
   p->description = os.str();
   return finish(p, true);
 }

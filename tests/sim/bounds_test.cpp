@@ -79,6 +79,14 @@ TEST_CASE("wave quantisation emerges: one tile more than a wave costs a second w
   CHECK(spill / full > 1.3);
 }
 
+TEST_CASE("TMA multicast lowers L2 traffic and never slows a GEMM", "[sim][bounds]") {
+  const YAML::Node solo = simulate(kH100, gemm_trace(4096, 4096, 4096), {"kernels.gemm.cluster_m=1"});
+  const YAML::Node pair = simulate(kH100, gemm_trace(4096, 4096, 4096), {"kernels.gemm.cluster_m=2"});
+  CHECK(d(pair["ops"][0]["memory"]["l2_read_bytes"]) < 0.85 * d(solo["ops"][0]["memory"]["l2_read_bytes"]));
+  CHECK(d(pair["ops"][0]["time_s"]) <= d(solo["ops"][0]["time_s"]) * 1.001);
+  CHECK(d(pair["ops"][0]["tflops"]) <= d(pair["ops"][0]["peak_tflops"]));
+}
+
 TEST_CASE("number formats and sparsity change compute-bound time as the peaks say", "[sim][bounds]") {
   const double bf16 = d(simulate(kH100, gemm_trace(4096, 4096, 8192, "bf16"))["total"]["time_s"]);
   const double fp8 = d(simulate(kH100, gemm_trace(4096, 4096, 8192, "fp8"))["total"]["time_s"]);

@@ -24,7 +24,7 @@ Totals walk(const KernelProgram& p) {
     StepWork w;
     auto add = [&](const StepWork& s) {
       t.macs += s.tensor_macs;
-      t.load_bytes += static_cast<double>(total_bytes(s.loads));
+      t.load_bytes += static_cast<double>(total_bytes(s.loads) + total_bytes(s.multicast_loads));
       t.store_bytes += static_cast<double>(total_bytes(s.stores));
       for (const auto& b : s.stores)
         for (uint64_t r = 0; r < b.rows; ++r)
@@ -71,6 +71,29 @@ TEST_CASE("GEMM lowering: every output written once, MACs cover the padded tiles
     CHECK(lo.program->resources.shared_bytes <= cfg.chip.gpu.sm.shared_memory_bytes);
     CHECK(lo.program->resources.registers <= cfg.chip.gpu.sm.registers);
   }
+}
+
+TEST_CASE("GEMM clusters fetch each shared B tile once between them", "[lowering]") {
+  const auto solo = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.cluster_m=1", "kernels.gemm.tiles=[128x256]"});
+  const auto pair = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.cluster_m=2", "kernels.gemm.tiles=[128x256]"});
+  lower::Lowering ls(solo.chip.gpu), lp(pair.chip.gpu);
+  for (auto shape : {std::array<int64_t, 3>{4096, 4096, 1024}, {1000, 1000, 1000}, {384, 512, 256}}) {
+    const trace::Op op = gemm(shape[0], shape[1], shape[2]);
+    const Totals a = walk(*ls.lower(op).program), b = walk(*lp.lower(op).program);
+    // A is never shared: every CTA fetches its own A tile, once per column of tiles.
+    const double a_bytes = static_cast<double>(op.m * op.k * 2 * ((op.n + 255) / 256));
+    CHECK(b.store_bytes == a.store_bytes);
+    CHECK(b.macs == a.macs);
+    // B traffic halves where tiles pair up (an odd last row of tiles keeps its whole tile).
+    const int64_t tiles_m = (op.m + 127) / 128;
+    const double b_solo = a.load_bytes - a_bytes;
+    const double paired = static_cast<double>(2 * (tiles_m / 2)) / static_cast<double>(tiles_m);  // share of CTAs in pairs
+    const double expected = b_solo * (paired * 0.5 + (1 - paired));
+    CHECK(b.load_bytes - a_bytes == Approx(expected).epsilon(0.01));
+  }
+  const auto bad = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.cluster_m=3"});
+  lower::Lowering lb(bad.chip.gpu);
+  CHECK_THAT(error_of([&] { lb.lower(gemm(256, 256, 256)); }), Catch::Contains("must be a multiple of kernels.gemm.cluster_m"));
 }
 
 TEST_CASE("streaming lowering covers every element exactly once", "[lowering]") {
