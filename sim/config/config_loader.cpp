@@ -111,6 +111,7 @@ Value to_value(const ParamSpec& spec, const YAML::Node& node, const SourceLoc& a
   Value v;
   if (spec.kind == Kind::StringList) {
     if (!node.IsSequence()) fail(at, spec.key, "expected a list, e.g. [a, b]");
+    if (node.size() == 0) fail(at, spec.key, "expected a non-empty list");
     for (const auto& item : node) {
       if (!item.IsScalar()) fail(at, spec.key, "list items must be plain values");
       v.list.push_back(item.Scalar());

@@ -134,6 +134,7 @@ TEST_CASE("config errors name file, line, column and key", "[config][errors]") {
     y.replace(y.find("count: 4"), 8, "count: [1, 2]");
     CHECK_THAT(load_error(y), Catch::Contains("expected a single value"));
     CHECK_THAT(child_error("kernels:\n  gemm:\n    tiles: 128x128\n"), Catch::Contains("key 'kernels.gemm.tiles': expected a list"));
+    CHECK_THAT(child_error("kernels:\n  gemm:\n    tiles: []\n"), Catch::Contains("key 'kernels.gemm.tiles': expected a non-empty list"));
     CHECK_THAT(child_error("l2:\n  hash: crc\n"), Catch::Contains("'crc' is not one of: xor, modulo"));
   }
   SECTION("enum and bool values") {
