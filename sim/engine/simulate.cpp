@@ -7,6 +7,8 @@
 #include <cstring>
 #include <map>
 
+#include <spdlog/spdlog.h>
+
 #include "models/common/systemc.h"
 #include "sim/engine/gpu_system.h"
 #include "sim/report/report.h"
@@ -20,7 +22,11 @@ std::vector<lower::LoweredOp> lower_all(const config::LoadedConfig& cfg, const t
   lower::Lowering lowering(cfg.chip.gpu);
   std::vector<lower::LoweredOp> out;
   out.reserve(t.ops.size());
-  for (const auto& op : t.ops) out.push_back(lowering.lower(op));
+  for (const auto& op : t.ops) {
+    out.push_back(lowering.lower(op));
+    spdlog::debug("lowered {} ({} {}): {}", op.name, trace::op_kind_name(op.kind), op.shape_text(),
+                  out.back().program->description);
+  }
   return out;
 }
 
