@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-XPUSIM_BUILD_TESTS=OFF ./scripts/build.sh -DXPUSIM_BUILD_TESTS=OFF
+./scripts/build.sh -DXPUSIM_BUILD_TESTS=OFF
 build/xpusim run --config configs/h100-sxm.yaml --trace traces/gemm/bf16-8192.yaml

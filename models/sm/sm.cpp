@@ -122,12 +122,14 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
     prog.step(cta, i, ring[i]);
     ready[i] = issue_loads(ring[i], k);
   }
+  bool used_tensor_cores = pro.tensor_macs > 0;  // this CTA's, not the kernel's: decides the drain
   wait_until(pro_ready);
   wait_until(compute(pro, k));
 
   for (uint32_t s = 0; s < n; ++s) {
     const uint32_t slot = s % depth;
     wait_until(ready[slot]);
+    used_tensor_cores |= ring[slot].tensor_macs > 0;
     wait_until(compute(ring[slot], k));
     stores_done = std::max(stores_done, issue(ring[slot].stores, true, k));
     if (s + depth < n) {
@@ -140,7 +142,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
   StepWork epi;
   prog.epilogue(cta, epi);
   double end = compute(epi, k);
-  if (k->counters.tensor_busy_s > 0) end += tensor_core_.drain_s();
+  if (used_tensor_cores || epi.tensor_macs > 0) end += tensor_core_.drain_s();
   wait_until(end);
   stores_done = std::max(stores_done, issue(epi.stores, true, k));
   wait_until(stores_done);

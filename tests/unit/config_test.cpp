@@ -33,6 +33,14 @@ std::string load_error(const std::string& yaml, const std::vector<std::string>& 
   return error_of([&] { config::load_config(path, sets); });
 }
 
+// The minimal config with the first `from` replaced by `to`.
+std::string edited(const std::string& from, const std::string& to) {
+  std::string y = kMinimal;
+  const size_t at = y.find(from);
+  REQUIRE(at != std::string::npos);
+  return y.replace(at, from.size(), to);
+}
+
 // A config that extends the minimal one, with `yaml` added.
 std::string child_error(const std::string& yaml) {
   static const std::string base = temp_file(kMinimal);
@@ -96,43 +104,25 @@ TEST_CASE("config errors name file, line, column and key", "[config][errors]") {
                Catch::Contains(":3:3: key 'l2.asociativity': unknown key") && Catch::Contains("did you mean 'l2.associativity'"));
   }
   SECTION("typo inside a known section gets a did-you-mean") {
-    std::string y = kMinimal;
-    y.replace(y.find("  count: 4"), 10, "  cuont: 4");
-    CHECK_THAT(load_error(y), Catch::Contains("key 'sm.cuont': unknown key") && Catch::Contains("did you mean 'sm.count'"));
+    CHECK_THAT(load_error(edited("  count: 4", "  cuont: 4")), Catch::Contains("key 'sm.cuont': unknown key") && Catch::Contains("did you mean 'sm.count'"));
   }
   SECTION("missing required key") {
-    std::string y = kMinimal;
-    y.erase(y.find("  clock: 1 GHz\n"), 15);
-    CHECK_THAT(load_error(y), Catch::Contains("missing required key 'sm.clock'"));
+    CHECK_THAT(load_error(edited("  clock: 1 GHz\n", "")), Catch::Contains("missing required key 'sm.clock'"));
   }
   SECTION("value out of range") {
-    std::string y = kMinimal;
-    y.replace(y.find("count: 4"), 8, "count: 0");
-    CHECK_THAT(load_error(y), Catch::Contains(":4:10: key 'sm.count': value 0 is out of range [1, 4096]"));
-    y = kMinimal;
-    y.replace(y.find("count: 4"), 8, "count: -3");
-    CHECK_THAT(load_error(y), Catch::Contains("key 'sm.count': value -3 is out of range"));
+    CHECK_THAT(load_error(edited("count: 4", "count: 0")), Catch::Contains(":4:10: key 'sm.count': value 0 is out of range [1, 4096]"));
+    CHECK_THAT(load_error(edited("count: 4", "count: -3")), Catch::Contains("key 'sm.count': value -3 is out of range"));
   }
   SECTION("bare number where a unit is due") {
-    std::string y = kMinimal;
-    y.replace(y.find("clock: 1 GHz"), 12, "clock: 1.5");
-    CHECK_THAT(load_error(y), Catch::Contains(":5:10: key 'sm.clock': '1.5' needs a unit of frequency"));
+    CHECK_THAT(load_error(edited("clock: 1 GHz", "clock: 1.5")), Catch::Contains(":5:10: key 'sm.clock': '1.5' needs a unit of frequency"));
   }
   SECTION("wrong unit dimension") {
-    std::string y = kMinimal;
-    y.replace(y.find("clock: 1 GHz"), 12, "clock: 1 TB/s");
-    CHECK_THAT(load_error(y), Catch::Contains("is a bandwidth, but a frequency is due"));
+    CHECK_THAT(load_error(edited("clock: 1 GHz", "clock: 1 TB/s")), Catch::Contains("is a bandwidth, but a frequency is due"));
   }
   SECTION("type errors") {
-    std::string y = kMinimal;
-    y.replace(y.find("count: 4"), 8, "count: many");
-    CHECK_THAT(load_error(y), Catch::Contains("key 'sm.count': 'many' is not an integer"));
-    y = kMinimal;
-    y.replace(y.find("count: 4"), 8, "count: 4.5");
-    CHECK_THAT(load_error(y), Catch::Contains("'4.5' must be a whole number"));
-    y = kMinimal;
-    y.replace(y.find("count: 4"), 8, "count: [1, 2]");
-    CHECK_THAT(load_error(y), Catch::Contains("expected a single value"));
+    CHECK_THAT(load_error(edited("count: 4", "count: many")), Catch::Contains("key 'sm.count': 'many' is not an integer"));
+    CHECK_THAT(load_error(edited("count: 4", "count: 4.5")), Catch::Contains("'4.5' must be a whole number"));
+    CHECK_THAT(load_error(edited("count: 4", "count: [1, 2]")), Catch::Contains("expected a single value"));
     CHECK_THAT(child_error("kernels:\n  gemm:\n    tiles: 128x128\n"), Catch::Contains("key 'kernels.gemm.tiles': expected a list"));
     CHECK_THAT(child_error("kernels:\n  gemm:\n    tiles: []\n"), Catch::Contains("key 'kernels.gemm.tiles': expected a non-empty list"));
     CHECK_THAT(child_error("l2:\n  hash: crc\n"), Catch::Contains("'crc' is not one of: xor, modulo"));
