@@ -2,6 +2,7 @@
 // What one op (kernel) did, counted by the models that served it, for the per-op report.
 // Actions, never joules: the energy model prices them later.
 #include <array>
+#include <cstddef>
 
 #include "models/common/dtype.h"
 
@@ -18,16 +19,34 @@ struct OpCounters {
   double instr_mma = 0;         // warp-level instructions by class
   double instr_simt = 0;
   double instr_mem = 0;
+  double l1_read_bytes = 0;      // loads looked up in the L1 (TMA bypasses it)
+  double l1_hit_sectors = 0;
+  double l1_miss_sectors = 0;
+  double smem_read_bytes = 0;    // shared memory: tensor-core operand reads, epilogue staging
+  double smem_write_bytes = 0;   // shared memory: TMA and load data landing
   // memory side
   double noc_bytes = 0;
+  double d2d_bytes = 0;          // crossing the die-to-die link
   double l2_read_bytes = 0;
   double l2_write_bytes = 0;
   double l2_read_hit_sectors = 0;
   double l2_read_miss_sectors = 0;
   double hbm_read_bytes = 0;
   double hbm_write_bytes = 0;
-  double l2_busy_s = 0;
-  double hbm_busy_s = 0;
+  double hbm_bursts = 0;
+  double hbm_activates = 0;
+  double hbm_row_hit_bursts = 0;
+  double l2_busy_s = 0;          // summed over L2 slices
+  double hbm_busy_s = 0;         // data-bus time summed over pseudo-channels
+
+  // Every field is a sum, so totals over ops and SMs add field by field.
+  OpCounters& operator+=(const OpCounters& o) {
+    static_assert(sizeof(OpCounters) % sizeof(double) == 0, "OpCounters holds doubles only");
+    double* a = reinterpret_cast<double*>(this);
+    const double* b = reinterpret_cast<const double*>(&o);
+    for (size_t i = 0; i < sizeof(OpCounters) / sizeof(double); ++i) a[i] += b[i];
+    return *this;
+  }
 };
 
 }  // namespace xpusim

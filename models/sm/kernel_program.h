@@ -17,7 +17,12 @@ struct StepWork {
   // its share from L2 once, and the network delivers each share to all `multicast_fanout` SMs.
   std::vector<Strided> multicast_loads;
   int multicast_fanout = 1;
+  // Loads by ordinary load instructions (LDG): looked up in the SM's L1 first. `loads` above
+  // are bulk copies (TMA, cp.async.bulk) that bypass the L1 and land in shared memory.
+  std::vector<Strided> cached_loads;
   std::vector<Strided> stores;
+  double smem_read_bytes = 0;   // shared-memory traffic of this step (operands, staging)
+  double smem_write_bytes = 0;
   double tensor_macs = 0;  // executed MACs (tile padding included)
   Dtype tensor_dtype = Dtype::bf16;
   bool tensor_sparse = false;
@@ -48,7 +53,12 @@ class KernelProgram {
 
   CtaResources resources;
   int stages = 2;
-  std::string description;  // e.g. "tile 128x256x64, 4 stages, 1 CTA/SM"
+  std::string description;
+  // Microbenchmarks time a steady-state phase: from the first CTA's step `timed_step` to the
+  // kernel's end, over `timed_accesses` accesses (-1: not a microbenchmark).
+  int64_t timed_step = -1;
+  double timed_accesses = 0;
+  double timed_bytes = 0;  // e.g. "tile 128x256x64, 4 stages, 1 CTA/SM"
 };
 
 }  // namespace xpusim

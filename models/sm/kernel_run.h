@@ -17,6 +17,7 @@ struct KernelRun {
   double submit_s = 0;  // when the kernel became runnable
   double end_s = 0;     // when its last CTA finished
   bool finished = false;
+  double timed_start_s = -1;  // when a CTA reached the program's timed_step (microbenchmarks)
 };
 
 }  // namespace xpusim

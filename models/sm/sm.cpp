@@ -5,6 +5,20 @@
 #include <limits>
 
 namespace xpusim {
+namespace {
+
+TagGeometry l1_geometry(const SmParams& p) {
+  TagGeometry g;
+  g.size_bytes = p.l1_cache_bytes;
+  g.slices = 1;
+  g.associativity = p.l1_associativity;
+  g.line_bytes = 128;
+  g.sector_bytes = 32;
+  g.hash = "modulo";
+  return g;
+}
+
+}  // namespace
 
 SmStats SmStats::make(StatRegistry& reg, const std::string& prefix) {
   SmStats s;
@@ -17,12 +31,23 @@ SmStats SmStats::make(StatRegistry& reg, const std::string& prefix) {
   s.sfu_ops = &reg.add(prefix + ".sfu_ops", "ops", "Special-function lane operations");
   s.load_bytes = &reg.add(prefix + ".load_bytes", "bytes", "Bytes loaded from the memory system");
   s.store_bytes = &reg.add(prefix + ".store_bytes", "bytes", "Bytes stored to the memory system");
+  s.l1_hit_sectors = &reg.add(prefix + ".l1.hit_sectors", "sectors", "Load sectors found in the L1");
+  s.l1_miss_sectors = &reg.add(prefix + ".l1.miss_sectors", "sectors", "Load sectors the L1 fetched from L2");
+  s.smem_bytes = &reg.add(prefix + ".smem_bytes", "bytes", "Shared-memory bytes read and written");
   s.tensor = TensorCoreStats::make(reg, prefix + ".tensor_core");
   return s;
 }
 
 Sm::Sm(sc_core::sc_module_name name, int id, const SmParams& p, const TensorCoreParams& tc, SmStats& stats)
-    : sc_module(name), mem("mem"), id_(id), p_(p), stats_(stats), tensor_core_("tensor_core", tc, p.clock_hz, stats.tensor) {}
+    : sc_module(name),
+      mem("mem"),
+      id_(id),
+      p_(p),
+      stats_(stats),
+      tensor_core_("tensor_core", tc, p.clock_hz, stats.tensor),
+      smem_(p.shared_memory_banks * p.bank_bytes * p.clock_hz),
+      l1_(l1_geometry(p)),
+      l1_latency_s_(p.l1_latency_cycles / p.clock_hz) {}
 
 bool Sm::fits_empty(const SmParams& p, const CtaResources& r) {
   return r.threads <= p.max_warps * 32 && r.registers <= p.registers && r.shared_bytes <= p.shared_memory_bytes &&
@@ -51,7 +76,7 @@ void Sm::wait_until(double t) {
   if (t > now) sc_core::wait(sc_core::sc_time(t - now, sc_core::SC_SEC));
 }
 
-double Sm::issue(const std::vector<Strided>& blocks, bool write, KernelRun* k, int fanout) {
+double Sm::issue(const std::vector<Strided>& blocks, bool write, KernelRun* k, int fanout, double after_s) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   const uint64_t bytes = total_bytes(blocks);
   if (bytes == 0) return now;
@@ -67,14 +92,39 @@ double Sm::issue(const std::vector<Strided>& blocks, bool write, KernelRun* k, i
   trans.set_data_length(static_cast<unsigned>(bytes));
   trans.set_streaming_width(static_cast<unsigned>(bytes));
   trans.set_extension(&req);
-  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  sc_core::sc_time delay(after_s, sc_core::SC_SEC);
   mem->b_transport(trans, delay);
   trans.clear_extension(&req);
   return now + delay.to_seconds();
 }
 
+double Sm::issue_cached(const std::vector<Strided>& blocks, KernelRun* k) {
+  const double now = sc_core::sc_time_stamp().to_seconds();
+  const uint64_t bytes = total_bytes(blocks);
+  if (bytes == 0) return now;
+  SectoredTags::Result& r = l1_result_;
+  r.clear();
+  for (const Strided& blk : blocks)
+    for (uint64_t row = 0; row < blk.rows; ++row) l1_.access(blk.base + row * blk.stride, blk.row_bytes, false, 0, r);
+  OpCounters& c = k->counters;
+  c.l1_read_bytes += static_cast<double>(bytes);
+  c.l1_hit_sectors += static_cast<double>(r.hit_sectors);
+  c.l1_miss_sectors += static_cast<double>(r.miss_sectors);
+  stats_.l1_hit_sectors->value += static_cast<double>(r.hit_sectors);
+  stats_.l1_miss_sectors->value += static_cast<double>(r.miss_sectors);
+  stats_.smem_bytes->value += static_cast<double>(bytes);
+  // The data path reads every byte out of the L1 arrays, hit or filled.
+  double done = smem_.reserve(now, now, static_cast<double>(bytes)) + l1_latency_s_;
+  if (!r.misses.empty()) {
+    const std::vector<Strided> misses = r.misses;  // the member scratch is reused by the next lookup
+    done = std::max(done, issue(misses, false, k, 1, l1_latency_s_));
+  }
+  return done;
+}
+
 double Sm::issue_loads(const StepWork& w, KernelRun* k) {
-  const double own = issue(w.loads, false, k);
+  double own = issue(w.loads, false, k);
+  if (!w.cached_loads.empty()) own = std::max(own, issue_cached(w.cached_loads, k));
   if (w.multicast_loads.empty()) return own;
   return std::max(own, issue(w.multicast_loads, false, k, w.multicast_fanout));
 }
@@ -83,6 +133,17 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   OpCounters& c = k->counters;
   double end = tensor_core_.execute(now, w.tensor_macs, w.tensor_dtype, w.tensor_sparse, c);
+
+  // Data landing in shared memory takes the banks' bandwidth. Tensor-core operand reads are
+  // counted but not timed here: their path to the banks is wider than the load/store path and
+  // its width is not published (the MMA rate bounds them).
+  const double smem = w.smem_read_bytes + w.smem_write_bytes;
+  if (smem > 0) {
+    if (w.smem_write_bytes > 0) end = std::max(end, smem_.reserve(now, now, w.smem_write_bytes));
+    stats_.smem_bytes->value += smem;
+    c.smem_read_bytes += w.smem_read_bytes;
+    c.smem_write_bytes += w.smem_write_bytes;
+  }
 
   const double issue_slots = w.instr_mma + w.instr_simt + w.instr_mem;
   const double cycles = std::max({w.fp32_ops / p_.fp32_lanes, w.sfu_ops / p_.sfu_lanes, issue_slots / p_.sub_partitions});
@@ -128,6 +189,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
 
   for (uint32_t s = 0; s < n; ++s) {
     const uint32_t slot = s % depth;
+    if (static_cast<int64_t>(s) == prog.timed_step && k->timed_start_s < 0) k->timed_start_s = sc_core::sc_time_stamp().to_seconds();
     wait_until(ready[slot]);
     used_tensor_cores |= ring[slot].tensor_macs > 0;
     wait_until(compute(ring[slot], k));

@@ -7,6 +7,7 @@
 
 #include "models/common/bandwidth_resource.h"
 #include "models/common/stats.h"
+#include "models/memory/sectored_tags.h"
 #include "models/common/systemc.h"
 #include "models/sm/kernel_run.h"
 #include "models/sm/sm_params.h"
@@ -25,6 +26,9 @@ struct SmStats {
   Stat* sfu_ops = nullptr;
   Stat* load_bytes = nullptr;
   Stat* store_bytes = nullptr;
+  Stat* l1_hit_sectors = nullptr;
+  Stat* l1_miss_sectors = nullptr;
+  Stat* smem_bytes = nullptr;
   TensorCoreStats tensor;
   static SmStats make(StatRegistry& reg, const std::string& prefix);
 };
@@ -46,7 +50,8 @@ class Sm : public sc_core::sc_module {
 
  private:
   void run_cta(KernelRun* k, uint64_t cta);
-  double issue(const std::vector<Strided>& blocks, bool write, KernelRun* k, int fanout = 1);
+  double issue(const std::vector<Strided>& blocks, bool write, KernelRun* k, int fanout = 1, double after_s = 0);
+  double issue_cached(const std::vector<Strided>& blocks, KernelRun* k);
   double issue_loads(const StepWork& w, KernelRun* k);
   double compute(const StepWork& w, KernelRun* k);
   static void wait_until(double t);
@@ -56,6 +61,10 @@ class Sm : public sc_core::sc_module {
   SmStats& stats_;
   TensorCore tensor_core_;
   BandwidthResource simt_;
+  BandwidthResource smem_;  // the L1/shared-memory banks
+  SectoredTags l1_;
+  SectoredTags::Result l1_result_;
+  double l1_latency_s_;
   int ctas_ = 0, threads_ = 0, registers_ = 0;
   double shared_ = 0;
 };

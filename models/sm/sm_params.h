@@ -13,7 +13,11 @@ struct SmParams {
   double shared_memory_bytes = 0;    // shared memory a kernel may use per SM
   int fp32_lanes = 0;                // FP32 FMA lanes per SM
   int sfu_lanes = 0;                 // special-function (exp, rsqrt) lanes per SM
-  double l1_bytes_per_cycle = 0;     // L1/shared memory load bandwidth per SM
+  int shared_memory_banks = 0;       // banks of the combined L1/shared-memory array
+  double bank_bytes = 0;             // bytes per bank per clock
+  double l1_cache_bytes = 0;         // L1 data cache capacity (the part not carved out as shared memory)
+  int l1_associativity = 0;
+  double l1_latency_cycles = 0;      // load-to-use latency of an L1 hit
 };
 
 }  // namespace xpusim

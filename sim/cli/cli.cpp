@@ -110,7 +110,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
   d.add_options()("help,h", "show this help")
       ("config,c", po::value<std::string>(), "hardware description (YAML), e.g. configs/h100-sxm.yaml")
       ("trace,t", po::value<std::string>(), "workload trace (.yaml or .jsonl), e.g. traces/gemm/bf16-8192.yaml")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value: --set hbm.bandwidth=\"4 TB/s\" (repeatable)")
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value: --set hbm.data_rate=\"6.4 GT/s\" (repeatable)")
       ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, summary.md, ops.csv, resolved-config.yaml")
       ("show-ops", po::value<int>()->default_value(20), "ops listed on the terminal (the longest ones)");
   const auto parsed = parse_command(cmd, args, d, out);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -209,6 +210,35 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   return best;
 }
 
+namespace {
+
+// Rules that tie parameters together; each names the key whose value breaks it.
+void check_consistency(const LoadedConfig& cfg) {
+  auto bad = [&](const std::string& key, const std::string& msg) {
+    for (const auto& e : cfg.entries)
+      if (e.spec->key == key) fail(e.source, key, msg);
+    throw UserError(cfg.file + ": key '" + key + "': " + msg);
+  };
+  if (cfg.chip.kind == "gpu") {
+    const GpuConfig& g = cfg.chip.gpu;
+    if (g.l2.line_bytes % g.l2.sector_bytes != 0 || g.l2.line_bytes / g.l2.sector_bytes > 32)
+      bad("l2.sector_bytes", "must divide l2.line_bytes into at most 32 sectors");
+    if (g.l2.size_bytes / g.l2.slices < static_cast<double>(g.l2.line_bytes) * g.l2.associativity)
+      bad("l2.slices", "each slice must hold at least one set (size / slices >= line_bytes x associativity)");
+    if (g.l2.slices % g.noc.dies != 0) bad("l2.slices", "must be a multiple of noc.dies");
+    if (g.hbm.channel_count() % g.noc.dies != 0)
+      bad("hbm.stacks", "stacks x channels_per_stack x pseudo_channels must be a multiple of noc.dies");
+    const double burst = g.hbm.burst_bytes();
+    if (std::fmod(g.hbm.row_bytes, burst) != 0) bad("hbm.row_size", "must be a multiple of the burst (bus_bits/8 x burst_length)");
+    if (std::fmod(g.hbm.interleave_bytes, burst) != 0 || g.hbm.interleave_bytes > g.hbm.row_bytes)
+      bad("hbm.interleave", "must be a multiple of the burst and at most hbm.row_size");
+    if (g.hbm.tRFC >= g.hbm.tREFI) bad("hbm.tRFC", "must be shorter than hbm.tREFI");
+    if (g.sm.l1_cache_bytes < 128.0 * g.sm.l1_associativity) bad("sm.l1_cache", "must hold at least one set of 128 B lines");
+  }
+}
+
+}  // namespace
+
 LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
   if (!fs::exists(path)) throw UserError(path + ": config file does not exist");
   std::vector<std::string> chain;
@@ -217,7 +247,7 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
   for (const auto& o : overrides) {
     const auto eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw UserError("--set '" + o + "': expected key.path=value, e.g. --set hbm.bandwidth=\"4 TB/s\"");
+      throw UserError("--set '" + o + "': expected key.path=value, e.g. --set hbm.data_rate=\"6.4 GT/s\"");
     const std::string key = o.substr(0, eq);
     const std::string text = o.substr(eq + 1);
     YAML::Node node;
@@ -292,6 +322,7 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
       out.entries.push_back(std::move(entry));
     }
   }
+  check_consistency(out);
   return out;
 }
 

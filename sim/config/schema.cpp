@@ -50,8 +50,15 @@ Schema make_gpu_schema() {
                "FP32 FMA lanes per SM (non-tensor math)")
       .integer("sfu_lanes", &SmParams::sfu_lanes, def("16"), between(1, 4096),
                "Special-function lanes per SM (exp, rsqrt, ...)")
-      .quantity("l1_bandwidth", &SmParams::l1_bytes_per_cycle, Dim::BytesPerCycle, def("128 B/cycle"),
-                between(1, 65536), "L1/shared-memory bandwidth per SM");
+      .integer("shared_memory_banks", &SmParams::shared_memory_banks, def("32"), between(1, 1024),
+               "Banks of the combined L1/shared-memory array")
+      .quantity("bank_width", &SmParams::bank_bytes, Dim::Size, def("4 B"), between(1, 1024),
+                "Bytes each bank delivers per clock (banks x width = L1/shared-memory bandwidth per clock)")
+      .quantity("l1_cache", &SmParams::l1_cache_bytes, Dim::Size, def("32 KiB"), between(1 * kKiB, 64 * 1024 * kKiB),
+                "L1 data cache capacity for ordinary loads (the part of the array not used as shared memory)")
+      .integer("l1_associativity", &SmParams::l1_associativity, def("4"), between(1, 1024), "L1 ways per set")
+      .quantity("l1_latency", &SmParams::l1_latency_cycles, Dim::Cycles, def("33 cycles"), between(0, 1e5),
+                "Load-to-use latency of an L1 hit; also the lookup time an L1 miss pays");
 
   section<TensorCoreParams>(s, "tensor_core", "Tensor cores (matrix units)",
                             [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->tensor_core; })
@@ -75,38 +82,77 @@ Schema make_gpu_schema() {
       .quantity("mma_latency", &TensorCoreParams::mma_latency_cycles, Dim::Cycles, def("32 cycles"),
                 between(0, 1e5), "Latency from MMA issue to result (pipeline fill at the end of a CTA)");
 
-  section<CrossbarParams>(s, "noc", "On-chip network between SMs and L2 (crossbar)",
+  section<CrossbarParams>(s, "noc", "On-chip network between SMs and L2 slices (crossbar), and the die-to-die link",
                           [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->noc; })
       .quantity("port_bandwidth", &CrossbarParams::port_bytes_per_cycle, Dim::BytesPerCycle, def("64 B/cycle"),
                 between(1, 1 << 20), "Per-SM port bandwidth into the network")
       .quantity("latency", &CrossbarParams::latency_cycles, Dim::Cycles, def("0 cycles"), between(0, 1e5),
-                "One-way traversal latency (kept apart from the L2 hit latency)");
+                "One-way traversal latency between an SM and an L2 slice")
+      .integer("dies", &CrossbarParams::dies, def("1"), between(1, 2),
+               "Dies the chip is built from; SMs, L2 slices and DRAM channels are split evenly among them")
+      .quantity("d2d_bandwidth", &CrossbarParams::d2d_bandwidth, Dim::Bandwidth, def("1 TB/s"), between(1e9, 1e15),
+                "Die-to-die link bandwidth per direction (used when dies = 2)")
+      .quantity("d2d_latency", &CrossbarParams::d2d_latency_s, Dim::Time, def("0 ns"), between(0, 1e-3),
+                "One-way latency of crossing the die-to-die link");
 
-  section<L2Params>(s, "l2", "L2 cache: set-associative, sectored, with real tags",
+  section<L2Params>(s, "l2", "L2 cache: address-interleaved slices, set-associative, sectored, with real tags",
                     [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->l2; })
       .quantity("size", &L2Params::size_bytes, Dim::Size, required(), between(64 * kKiB, 64 * kGiB),
-                "Total capacity")
+                "Total capacity of all slices")
+      .integer("slices", &L2Params::slices, def("1"), between(1, 4096),
+               "Slices the address space is interleaved over; each has size/slices and bandwidth/slices")
       .integer("associativity", &L2Params::associativity, def("16"), between(1, 1024), "Ways per set")
       .integer("line_bytes", &L2Params::line_bytes, def("128"), between(16, 4096), "Line size in bytes")
       .integer("sector_bytes", &L2Params::sector_bytes, def("32"), between(8, 4096),
                "Sector size in bytes (fill and miss granularity)")
       .quantity("bandwidth", &L2Params::bandwidth, Dim::Bandwidth, required(), between(1e9, 1e15),
                 "Aggregate hit bandwidth of all slices")
-      .quantity("hit_latency", &L2Params::hit_latency_cycles, Dim::Cycles, def("200 cycles"), between(0, 1e5),
-                "Load-to-use latency of an L2 hit seen by an SM")
+      .quantity("hit_latency", &L2Params::hit_latency_cycles, Dim::Cycles, def("150 cycles"), between(0, 1e5),
+                "Slice tag lookup and data return; an SM sees l1_latency + 2 x noc.latency + this on an L2 hit")
       .choice("hash", &L2Params::hash, {"xor", "modulo"}, def("xor"),
               "Set-index function: xor folds high address bits in (as GPUs do), modulo does not");
 
-  section<HbmParams>(s, "hbm", "Off-chip memory (HBM), bandwidth-and-latency level",
+  section<HbmParams>(s, "hbm", "Off-chip memory (HBM): stacks, channels, banks with row buffers, JEDEC-style timing",
                      [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->hbm; })
-      .quantity("capacity", &HbmParams::capacity_bytes, Dim::Size, required(), between(1e6, 1e15),
-                "Capacity")
-      .quantity("bandwidth", &HbmParams::bandwidth, Dim::Bandwidth, required(), between(1e9, 1e15),
-                "Peak bandwidth (datasheet)")
-      .number("achievable_fraction", &HbmParams::achievable_fraction, def("0.9"), between(0.05, 1.0),
-              "Share of peak sustained by streaming access (refresh, turnarounds, row misses)")
-      .quantity("latency", &HbmParams::latency_s, Dim::Time, def("165 ns"), between(0, 1e-3),
-                "Latency added to an L2 miss");
+      .quantity("capacity", &HbmParams::capacity_bytes, Dim::Size, required(), between(1e6, 1e15), "Capacity")
+      .integer("stacks", &HbmParams::stacks, required(), between(1, 64), "HBM stacks (sites)")
+      .integer("channels_per_stack", &HbmParams::channels_per_stack, def("16"), between(1, 256),
+               "Independent channels per stack")
+      .integer("pseudo_channels", &HbmParams::pseudo_channels, def("2"), between(1, 8),
+               "Pseudo-channels per channel; each has its own banks and data bus")
+      .integer("bank_groups", &HbmParams::bank_groups, def("4"), between(1, 64), "Bank groups per pseudo-channel")
+      .integer("banks_per_group", &HbmParams::banks_per_group, def("4"), between(1, 64), "Banks per bank group")
+      .quantity("row_size", &HbmParams::row_bytes, Dim::Size, def("1 KiB"), between(32, 1 << 20),
+                "Row buffer (page) of one bank of a pseudo-channel")
+      .integer("bus_bits", &HbmParams::bus_bits, def("32"), between(1, 1024), "Data pins per pseudo-channel")
+      .quantity("data_rate", &HbmParams::data_rate, Dim::Frequency, required(), between(1e8, 1e11),
+                "Transfers per second per pin (peak = pseudo-channels x bus_bits/8 x data_rate)")
+      .integer("burst_length", &HbmParams::burst_length, def("8"), between(1, 64), "Transfers per read or write burst")
+      .quantity("interleave", &HbmParams::interleave_bytes, Dim::Size, def("256 B"), between(32, 1 << 20),
+                "Address granule dealt to pseudo-channels and L2 slices in turn")
+      .quantity("tRCD", &HbmParams::tRCD, Dim::Time, def("14 ns"), between(0, 1e-6), "Activate to read/write")
+      .quantity("tRP", &HbmParams::tRP, Dim::Time, def("14 ns"), between(0, 1e-6), "Precharge period")
+      .quantity("tRAS", &HbmParams::tRAS, Dim::Time, def("33 ns"), between(0, 1e-5), "Activate to precharge")
+      .quantity("tCL", &HbmParams::tCL, Dim::Time, def("14 ns"), between(0, 1e-6), "Read command to first data")
+      .quantity("tCCD_S", &HbmParams::tCCD_S, Dim::Time, def("2 ns"), between(0, 1e-6),
+                "Column to column, different bank groups")
+      .quantity("tCCD_L", &HbmParams::tCCD_L, Dim::Time, def("4 ns"), between(0, 1e-6),
+                "Column to column, same bank group (one bank streams at most a burst per tCCD_L)")
+      .quantity("tRRD_S", &HbmParams::tRRD_S, Dim::Time, def("4 ns"), between(0, 1e-6),
+                "Activate to activate, different bank groups")
+      .quantity("tRRD_L", &HbmParams::tRRD_L, Dim::Time, def("6 ns"), between(0, 1e-6),
+                "Activate to activate, same bank group")
+      .quantity("tFAW", &HbmParams::tFAW, Dim::Time, def("30 ns"), between(0, 1e-5), "Window holding at most four activates")
+      .quantity("tRFC", &HbmParams::tRFC, Dim::Time, def("350 ns"), between(0, 1e-4), "All-bank refresh period")
+      .quantity("tREFI", &HbmParams::tREFI, Dim::Time, def("3.9 us"), between(1e-7, 1e-3), "Refresh interval")
+      .quantity("tWR", &HbmParams::tWR, Dim::Time, def("16 ns"), between(0, 1e-6), "Write recovery before precharge")
+      .quantity("tRTP", &HbmParams::tRTP, Dim::Time, def("4 ns"), between(0, 1e-6), "Read to precharge")
+      .quantity("controller_latency", &HbmParams::controller_latency_s, Dim::Time, def("100 ns"), between(0, 1e-4),
+                "Memory controller, PHY and return path, request and response together")
+      .choice("scheduler", &HbmParams::scheduler, {"fr-fcfs", "fcfs"}, def("fr-fcfs"),
+              "Command scheduling: first-ready (open-row hits first) or strict arrival order")
+      .choice("page_policy", &HbmParams::page_policy, {"open", "closed"}, def("open"),
+              "Leave rows open after an access (open) or precharge at once (closed)");
 
   section<KernelLibParams>(s, "kernels", "How the kernel library lowers ops to CTAs",
                            [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->kernels; })

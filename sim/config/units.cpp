@@ -21,6 +21,7 @@ constexpr double kKi = 1024.0, kMi = kKi * 1024.0, kGi = kMi * 1024.0, kTi = kGi
 const UnitDef kUnits[] = {
     {"THz", Dim::Frequency, 1e12}, {"GHz", Dim::Frequency, 1e9}, {"MHz", Dim::Frequency, 1e6},
     {"kHz", Dim::Frequency, 1e3},  {"Hz", Dim::Frequency, 1.0},
+    {"GT/s", Dim::Frequency, 1e9}, {"MT/s", Dim::Frequency, 1e6},  // transfers per pin
 
     {"TiB", Dim::Size, kTi}, {"GiB", Dim::Size, kGi}, {"MiB", Dim::Size, kMi},
     {"KiB", Dim::Size, kKi}, {"TB", Dim::Size, 1e12}, {"GB", Dim::Size, 1e9},

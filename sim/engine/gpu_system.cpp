@@ -48,12 +48,18 @@ void WorkloadDriver::run() {
   sc_core::sc_stop();
 }
 
+AddressMap GpuSystem::address_map(const config::GpuConfig& cfg) {
+  return AddressMap(static_cast<uint64_t>(cfg.hbm.interleave_bytes), static_cast<uint32_t>(cfg.hbm.channel_count()),
+                    static_cast<uint32_t>(cfg.l2.slices), static_cast<uint32_t>(cfg.noc.dies));
+}
+
 GpuSystem::GpuSystem(sc_core::sc_module_name name, const config::GpuConfig& cfg, StatRegistry& stats)
     : sc_module(name), sm_stats_(SmStats::make(stats, std::string(this->name()) + ".sm")) {
   const double clk = cfg.sm.clock_hz;
-  noc_ = std::make_unique<Crossbar>("noc", cfg.noc, cfg.sm.count, clk, stats);
-  l2_ = std::make_unique<L2Cache>("l2", cfg.l2, clk, stats);
-  hbm_ = std::make_unique<Hbm>("hbm", cfg.hbm, stats);
+  const AddressMap map = address_map(cfg);
+  noc_ = std::make_unique<Crossbar>("noc", cfg.noc, cfg.sm.count, clk, map, stats);
+  l2_ = std::make_unique<L2Cache>("l2", cfg.l2, map, clk, stats);
+  hbm_ = std::make_unique<Hbm>("hbm", cfg.hbm, map, stats);
   std::vector<Sm*> raw;
   for (int i = 0; i < cfg.sm.count; ++i) {
     sms_.push_back(std::make_unique<Sm>(("sm" + std::to_string(i)).c_str(), i, cfg.sm, cfg.tensor_core, sm_stats_));

@@ -38,6 +38,8 @@ class GpuSystem : public sc_core::sc_module {
   GpuSystem(sc_core::sc_module_name name, const config::GpuConfig& cfg, StatRegistry& stats);
 
   CtaDispatcher& dispatcher() { return *dispatcher_; }
+  void finalize(double end_s) { hbm_->finalize(end_s); }
+  static AddressMap address_map(const config::GpuConfig& cfg);
 
  private:
   SmStats sm_stats_;

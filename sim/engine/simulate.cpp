@@ -51,6 +51,7 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
   WorkloadDriver driver("driver", gpu.dispatcher(), runs, std::move(preds), cfg.chip.gpu.kernels.launch_gap_s);
   sc_core::sc_start();
   if (!driver.all_done()) throw std::logic_error("simulation ended with kernels unfinished");
+  gpu.finalize(sc_core::sc_time_stamp().to_seconds());
   for (size_t i = 0; i < runs.size(); ++i) {
     out.ops[i].lowered = std::move(lowered[i]);
     out.ops[i].run = runs[i];

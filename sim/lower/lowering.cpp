@@ -108,6 +108,12 @@ class GemmProgram : public KernelProgram {
     // One warpgroup MMA covers 64 rows x the tile's N x 32 bytes of K.
     w.instr_mma = static_cast<double>(bm / 64) * std::ceil(static_cast<double>(bk * in_bits) / 256.0);
     w.instr_mem = static_cast<double>(w.loads.size() + w.multicast_loads.size());  // one TMA instruction per tile
+    // Shared memory: TMA lands the A tile and the whole B tile (every multicast share); each
+    // 64-row warpgroup MMA reads its A rows and all of B.
+    const double b_elems = static_cast<double>(bn * bk) * (sparse ? 0.5 + 1.0 / 16 : 1.0);
+    const double eb = in_bits / 8.0;
+    w.smem_write_bytes = (static_cast<double>(bm * bk) + b_elems) * eb;
+    w.smem_read_bytes = (static_cast<double>(bm * bk) + static_cast<double>(bm / 64) * b_elems) * eb;
   }
 
   void conv_a_blocks(int64_t tm, int64_t k0, int64_t kk, int64_t rows_m, StepWork& w) const {
@@ -190,7 +196,7 @@ class StreamingProgram : public KernelProgram {
     if (hi <= lo) return;
     const uint64_t n = static_cast<uint64_t>(hi - lo);
     for (int i = 0; i < inputs; ++i)
-      w.loads.push_back({in_base[static_cast<size_t>(i)] + bytes_of(static_cast<uint64_t>(lo), in_bits), 1, bytes_of(n, in_bits), 0});
+      w.cached_loads.push_back({in_base[static_cast<size_t>(i)] + bytes_of(static_cast<uint64_t>(lo), in_bits), 1, bytes_of(n, in_bits), 0});
     if (!reduce) {
       w.stores.push_back({out_base + bytes_of(static_cast<uint64_t>(lo), out_bits), 1, bytes_of(n, out_bits), 0});
     } else if (hi == unit_end) {
@@ -203,7 +209,7 @@ class StreamingProgram : public KernelProgram {
     w.sfu_ops = dn * sfu_per_elem;
     w.instr_simt = std::ceil(dn / 32.0) * (fp32_per_elem + sfu_per_elem);
     // One 128-bit access per thread per 16 bytes.
-    w.instr_mem = std::ceil(static_cast<double>(total_bytes(w.loads) + total_bytes(w.stores)) / (32.0 * 16.0));
+    w.instr_mem = std::ceil(static_cast<double>(total_bytes(w.cached_loads) + total_bytes(w.stores)) / (32.0 * 16.0));
   }
   void epilogue(uint64_t, StepWork&) const override {}
 };
@@ -271,6 +277,10 @@ class AttentionProgram : public KernelProgram {
     w.instr_simt = (w.fp32_ops + w.sfu_ops) / 32.0;
     w.instr_mma = 2.0 * static_cast<double>(bq / 64) * std::ceil(static_cast<double>(d * in_bits) / 256.0);
     w.instr_mem = 2;
+    // Shared memory: K and V tiles land; the MMAs read Q and, per 64-row warpgroup, K and V.
+    const double kv = 2.0 * static_cast<double>(rows * d) * in_bits / 8.0;
+    w.smem_write_bytes = kv;
+    w.smem_read_bytes = static_cast<double>(bq * d) * in_bits / 8.0 + static_cast<double>(bq / 64) * kv;
   }
   void epilogue(uint64_t cta, StepWork& w) const override {
     int64_t b, h, qb;
@@ -283,6 +293,66 @@ class AttentionProgram : public KernelProgram {
     w.instr_simt = w.fp32_ops / 32.0;
     w.instr_mem = 1;
   }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Memory microbenchmarks, written as the classic CUDA kernels are.
+// Pointer chase: one warp, one thread active, each load's address comes from the previous
+// load, so each step waits for the full load-to-use latency. A first lap over the footprint
+// warms the caches (and TLB-free here); the `loads` after it are timed.
+class PointerChaseProgram : public KernelProgram {
+ public:
+  uint64_t base = 0;
+  int64_t elements = 0, stride = 0, loads = 0, warm = 0;
+
+  uint64_t num_ctas() const override { return 1; }
+  uint32_t steps(uint64_t) const override { return static_cast<uint32_t>(warm + loads); }
+  void step(uint64_t, uint32_t s, StepWork& w) const override {
+    const uint64_t i = static_cast<uint64_t>(s) % static_cast<uint64_t>(elements);
+    w.cached_loads.push_back({base + i * static_cast<uint64_t>(stride), 1, 8, 0});
+    w.instr_mem = 1;
+    w.instr_simt = 1;  // the address arithmetic of the next hop
+  }
+  void epilogue(uint64_t, StepWork&) const override {}
+};
+
+// Strided read: a grid-stride loop in which each thread reads `access` bytes every `stride`
+// bytes; `passes` sweeps over the footprint, the ones after the first timed.
+class StridedReadProgram : public KernelProgram {
+ public:
+  uint64_t base = 0;
+  int64_t accesses = 0;     // per pass
+  int64_t access = 0, stride = 0;
+  int64_t per_step = 0;     // accesses per CTA step
+  int64_t passes = 1;
+  uint64_t grid = 0;
+
+  int64_t chunks() const { return (accesses + per_step - 1) / per_step; }
+  int64_t chunks_of(uint64_t cta) const {
+    const int64_t c = static_cast<int64_t>(cta), n = chunks();
+    return c >= n ? 0 : (n - 1 - c) / static_cast<int64_t>(grid) + 1;
+  }
+  uint64_t num_ctas() const override { return grid; }
+  uint32_t steps(uint64_t cta) const override { return static_cast<uint32_t>(chunks_of(cta) * passes); }
+  void step(uint64_t cta, uint32_t s, StepWork& w) const override {
+    const int64_t per_pass = chunks_of(cta);
+    const int64_t pass = static_cast<int64_t>(s) / per_pass;
+    const int64_t chunk = static_cast<int64_t>(cta) + (static_cast<int64_t>(s) % per_pass) * static_cast<int64_t>(grid);
+    const int64_t n = std::min(per_step, accesses - chunk * per_step);
+    // Each pass shifts the work by one chunk, so a CTA reads what another SM read before: the
+    // passes after the first measure the L2 (or DRAM), not this SM's L1.
+    int64_t first = (chunk + pass) % chunks() * per_step;
+    int64_t left = n;
+    while (left > 0) {
+      const int64_t take = std::min(left, accesses - first);
+      w.cached_loads.push_back({base + static_cast<uint64_t>(first * stride), static_cast<uint64_t>(take),
+                                static_cast<uint64_t>(access), static_cast<uint64_t>(stride)});
+      left -= take;
+      first = 0;
+    }
+    w.instr_mem = std::ceil(static_cast<double>(n) * std::ceil(static_cast<double>(access) / 16.0) / 32.0);
+  }
+  void epilogue(uint64_t, StepWork&) const override {}
 };
 
 }  // namespace
@@ -327,6 +397,8 @@ LoweredOp Lowering::lower(const Op& op) {
     case OpKind::gemm:
     case OpKind::conv2d: return gemm(op);
     case OpKind::attention: return attention(op);
+    case OpKind::pointer_chase:
+    case OpKind::strided_read: return microbenchmark(op);
     default: return streaming(op);
   }
 }
@@ -447,6 +519,50 @@ LoweredOp Lowering::streaming(const Op& op) {
   p->out_base = alloc(static_cast<double>(p->reduce ? op.rows() : p->total) * p->out_bits / 8.0);
   std::ostringstream os;
   os << "grid-stride, " << p->step_elems << " elements per CTA step, " << p->stages << " loads in flight";
+  p->description = os.str();
+  return finish(p, false);
+}
+
+LoweredOp Lowering::microbenchmark(const Op& op) {
+  const KernelLibParams& kl = gpu_.kernels;
+  if (op.kind == OpKind::pointer_chase) {
+    auto p = std::make_shared<PointerChaseProgram>();
+    p->elements = op.footprint / op.stride;
+    p->stride = op.stride;
+    p->loads = op.loads;
+    p->base = alloc(static_cast<double>(op.footprint));
+    p->stages = 1;  // each load depends on the one before
+    p->resources = CtaResources{32, 32 * 32, 0};
+    p->warm = op.warmup ? p->elements : 0;
+    p->timed_step = p->warm;
+    p->timed_accesses = static_cast<double>(p->loads);
+    p->timed_bytes = p->timed_accesses * 8;
+    std::ostringstream os;
+    os << "one thread, " << p->warm << " pointers warmed, " << p->loads << " timed dependent loads";
+    p->description = os.str();
+    return finish(p, false);
+  }
+  auto p = std::make_shared<StridedReadProgram>();
+  p->accesses = op.footprint / op.stride;
+  p->access = op.access;
+  p->stride = op.stride;
+  p->passes = op.passes;
+  // Each thread keeps `simt.stages` loads of up to 16 bytes in flight.
+  const int64_t per_thread = std::max<int64_t>(1, static_cast<int64_t>(kl.simt_bytes_per_thread) / std::max<int64_t>(1, op.access));
+  p->per_step = std::max<int64_t>(1, kl.simt_threads * per_thread);
+  p->stages = kl.simt_stages;
+  p->resources = CtaResources{kl.simt_threads, 32 * kl.simt_threads, 0};
+  const int cps = ctas_per_sm(p->resources);
+  if (cps < 1) throw UserError("kernels.simt.threads: a CTA of " + std::to_string(kl.simt_threads) + " threads does not fit on an SM");
+  p->grid = std::min<uint64_t>(static_cast<uint64_t>(p->chunks()), static_cast<uint64_t>(gpu_.sm.count) * static_cast<uint64_t>(cps));
+  p->base = alloc(static_cast<double>(op.footprint));
+  if (p->passes > 1) {
+    p->timed_step = p->chunks_of(0);  // CTA 0 starts its second pass
+    p->timed_accesses = static_cast<double>(p->accesses * (p->passes - 1));
+    p->timed_bytes = p->timed_accesses * static_cast<double>(op.access);
+  }
+  std::ostringstream os;
+  os << "grid-stride, " << p->per_step << " accesses per CTA step, " << p->passes << " pass" << (p->passes > 1 ? "es" : "");
   p->description = os.str();
   return finish(p, false);
 }

@@ -32,6 +32,7 @@ class Lowering {
   LoweredOp gemm(const trace::Op& op);
   LoweredOp streaming(const trace::Op& op);
   LoweredOp attention(const trace::Op& op);
+  LoweredOp microbenchmark(const trace::Op& op);
   LoweredOp finish(std::shared_ptr<KernelProgram> p, bool tensor);
 
   const config::GpuConfig& gpu_;

@@ -50,27 +50,21 @@ Metrics metrics(const OpCounters& c, double start, double end, double flops, dou
   m.l2_bandwidth = (c.l2_read_bytes + c.l2_write_bytes) / t;
   m.hbm_bandwidth = (c.hbm_read_bytes + c.hbm_write_bytes) / t;
   m.l2_bandwidth_util = m.l2_bandwidth / g.l2.bandwidth;
-  m.hbm_bandwidth_util = m.hbm_bandwidth / g.hbm.bandwidth;
-  m.l2_busy = c.l2_busy_s / t;
-  m.hbm_busy = c.hbm_busy_s / t;
+  m.hbm_bandwidth_util = m.hbm_bandwidth / g.hbm.peak_bandwidth();
+  m.l2_busy = c.l2_busy_s / (t * g.l2.slices);
+  m.hbm_busy = c.hbm_busy_s / (t * g.hbm.channel_count());
   const double sectors = c.l2_read_hit_sectors + c.l2_read_miss_sectors;
   m.l2_hit_rate = sectors > 0 ? c.l2_read_hit_sectors / sectors : 0;
+  const double l1_sectors = c.l1_hit_sectors + c.l1_miss_sectors;
+  m.l1_hit_rate = l1_sectors > 0 ? c.l1_hit_sectors / l1_sectors : 0;
+  m.hbm_row_hit_rate = c.hbm_bursts > 0 ? c.hbm_row_hit_bursts / c.hbm_bursts : 0;
+  m.hbm_activates = c.hbm_activates;
+  m.l1_read_bytes = c.l1_read_bytes;
+  m.smem_bytes = c.smem_read_bytes + c.smem_write_bytes;
+  m.noc_bytes = c.noc_bytes;
+  m.d2d_bytes = c.d2d_bytes;
   m.bound = classify(m);
   return m;
-}
-
-void add(OpCounters& into, const OpCounters& c) {
-  into.tensor_busy_s += c.tensor_busy_s;
-  into.simt_busy_s += c.simt_busy_s;
-  into.cta_resident_s += c.cta_resident_s;
-  into.l2_read_bytes += c.l2_read_bytes;
-  into.l2_write_bytes += c.l2_write_bytes;
-  into.l2_read_hit_sectors += c.l2_read_hit_sectors;
-  into.l2_read_miss_sectors += c.l2_read_miss_sectors;
-  into.hbm_read_bytes += c.hbm_read_bytes;
-  into.hbm_write_bytes += c.hbm_write_bytes;
-  into.l2_busy_s += c.l2_busy_s;
-  into.hbm_busy_s += c.hbm_busy_s;
 }
 
 void write_metrics(JsonWriter& w, const Metrics& m) {
@@ -83,11 +77,20 @@ void write_metrics(JsonWriter& w, const Metrics& m) {
   w.field("l2_busy", m.l2_busy).field("hbm_busy", m.hbm_busy);
   w.end_object();
   w.key("memory").begin_object();
+  w.field("l1_read_bytes", m.l1_read_bytes).field("l1_hit_rate", m.l1_hit_rate).field("smem_bytes", m.smem_bytes);
+  w.field("noc_bytes", m.noc_bytes).field("d2d_bytes", m.d2d_bytes);
   w.field("l2_read_bytes", m.l2_read_bytes).field("l2_write_bytes", m.l2_write_bytes);
   w.field("l2_hit_rate", m.l2_hit_rate);
   w.field("hbm_read_bytes", m.hbm_read_bytes).field("hbm_write_bytes", m.hbm_write_bytes);
+  w.field("hbm_row_hit_rate", m.hbm_row_hit_rate).field("hbm_activates", m.hbm_activates);
   w.field("l2_bandwidth", m.l2_bandwidth).field("hbm_bandwidth", m.hbm_bandwidth);
   w.end_object();
+  if (m.access_latency_s >= 0) {
+    w.key("microbenchmark").begin_object();
+    w.field("access_latency_s", m.access_latency_s).field("access_latency_cycles", m.access_latency_s * m.cycles / (m.time_s > 0 ? m.time_s : 1));
+    w.field("timed_bandwidth", m.timed_bandwidth);
+    w.end_object();
+  }
   w.field("bound", m.bound);
 }
 
@@ -111,8 +114,8 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
   rep.trace_file = t.file;
   rep.sms = g.sm.count;
   rep.clock_hz = g.sm.clock_hz;
-  rep.hbm_peak = g.hbm.bandwidth;
-  rep.hbm_sustained = g.hbm.bandwidth * g.hbm.achievable_fraction;
+  rep.hbm_peak = g.hbm.peak_bandwidth();
+  rep.hbm_sustained = g.hbm.refresh_bound_bandwidth();
   rep.l2_peak = g.l2.bandwidth;
   rep.fp32_peak_tflops = 2.0 * g.sm.count * g.sm.fp32_lanes * g.sm.clock_hz / 1e12;
   auto tensor_peak = [&](Dtype d, bool sparse) {
@@ -141,8 +144,14 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     const double peak = res.lowered.uses_tensor_cores ? tensor_peak(op.dtype, op.sparse_2_4) : rep.fp32_peak_tflops;
     const double capacity = static_cast<double>(g.sm.count) * std::max(1, res.lowered.ctas_per_sm);
     o.m = metrics(res.run.counters, res.run.submit_s, res.run.end_s, op.flops(), peak, op.min_bytes(), capacity, g);
+    const KernelProgram& prog = *res.lowered.program;
+    if (prog.timed_step >= 0 && res.run.timed_start_s >= 0 && prog.timed_accesses > 0) {
+      const double timed = res.run.end_s - res.run.timed_start_s;
+      o.m.access_latency_s = timed / prog.timed_accesses;
+      o.m.timed_bandwidth = timed > 0 ? prog.timed_bytes / timed : 0;
+    }
     rep.ops.push_back(o);
-    add(total, res.run.counters);
+    total += res.run.counters;
     total_flops += op.flops();
     total_min_bytes += op.min_bytes();
     total_resident_capacity = std::max(total_resident_capacity, capacity);

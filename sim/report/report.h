@@ -17,8 +17,12 @@ struct Metrics {
   double tensor_util = 0, simt_util = 0, sm_util = 0;
   double l2_bandwidth_util = 0, hbm_bandwidth_util = 0;
   double l2_busy = 0, hbm_busy = 0;  // share of time each pipe was busy (vs its sustained rate)
-  double l2_hit_rate = 0;
+  double l2_hit_rate = 0, l1_hit_rate = 0, hbm_row_hit_rate = 0;
+  double l1_read_bytes = 0, smem_bytes = 0, noc_bytes = 0, d2d_bytes = 0;
   double l2_read_bytes = 0, l2_write_bytes = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;
+  double hbm_activates = 0;
+  double access_latency_s = -1;  // microbenchmarks: steady-state time per access (-1: not timed)
+  double timed_bandwidth = 0;    // microbenchmarks: bytes the timed phase asked for, per second
   double hbm_bandwidth = 0, l2_bandwidth = 0;  // achieved, B/s
   std::string bound;
 };

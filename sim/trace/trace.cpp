@@ -28,6 +28,8 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
       {OpKind::layernorm, {"shape"}},
       {OpKind::attention, {"batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal"}},
       {OpKind::conv2d, {"batch", "h", "w", "c", "k", "r", "s", "stride", "pad"}},
+      {OpKind::pointer_chase, {"footprint", "stride", "loads", "warmup"}},
+      {OpKind::strided_read, {"footprint", "stride", "access", "passes"}},
   };
   return keys;
 }
@@ -37,6 +39,12 @@ std::vector<std::string> kind_names() {
   std::vector<std::string> v;
   for (const auto& [k, _] : kind_keys()) v.push_back(op_kind_name(k));
   return v;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
 }
 
 struct Ctx {
@@ -146,7 +154,7 @@ class Parser {
     Op o;
     o.loc = cx.at(n);
     const YAML::Node kind = n["kind"];
-    if (!kind) fail(cx.at(n), path, "missing required key 'kind' (one of: gemm, elementwise, reduction, softmax, layernorm, attention, conv2d)");
+    if (!kind) fail(cx.at(n), path, "missing required key 'kind' (one of: " + join(kind_names()) + ")");
     if (!kind.IsScalar()) fail(cx.at(kind), path + ".kind", "expected an op kind");
     const std::vector<std::string>* allowed = nullptr;
     for (const auto& [k, keys] : kind_keys())
@@ -156,7 +164,7 @@ class Parser {
       }
     if (!allowed) {
       const std::string hint = config::closest_match(kind.Scalar(), kind_names());
-      fail(cx.at(kind), path + ".kind", "unknown op kind '" + kind.Scalar() + "'; one of gemm, elementwise, reduction, softmax, layernorm, attention, conv2d" +
+      fail(cx.at(kind), path + ".kind", "unknown op kind '" + kind.Scalar() + "'; one of " + join(kind_names()) +
                                             (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
     }
     std::vector<std::string> keys = kCommonKeys;
@@ -251,6 +259,24 @@ class Parser {
           fail(cx.at(n), path, "filter (" + std::to_string(o.r) + "x" + std::to_string(o.s) + ") is larger than the padded input");
         checked_product(cx, n, path, {o.batch, o.conv_p(), o.conv_q(), o.k, o.c, o.r, o.s});
         break;
+      case OpKind::pointer_chase:
+        o.footprint = dim("footprint");
+        o.stride = opt_dim("stride", 128, 8);
+        if (o.stride > o.footprint) fail(cx.at(n), path + ".stride", "must not exceed the footprint");
+        o.loads = opt_dim("loads", std::max<int64_t>(1, o.footprint / o.stride), 1);
+        if (n["warmup"]) o.warmup = get_bool(cx, n["warmup"], path + ".warmup");
+        if (o.footprint / o.stride + o.loads > (int64_t{1} << 31))
+          fail(cx.at(n), path + ".loads", "a pointer chase of more than 2^31 loads would not finish in reasonable time");
+        break;
+      case OpKind::strided_read:
+        o.footprint = dim("footprint");
+        o.access = opt_dim("access", 32, 1);
+        o.stride = opt_dim("stride", o.access, 1);
+        o.passes = opt_dim("passes", 1, 1);
+        if (o.access > o.stride) fail(cx.at(n), path + ".access", "must not exceed the stride");
+        if (o.stride > o.footprint) fail(cx.at(n), path + ".stride", "must not exceed the footprint");
+        if (o.passes > 1000) fail(cx.at(n), path + ".passes", "at most 1000 passes");
+        break;
     }
 
     if (const YAML::Node deps = n["deps"]) {
@@ -314,6 +340,8 @@ const char* op_kind_name(OpKind k) {
     case OpKind::layernorm: return "layernorm";
     case OpKind::attention: return "attention";
     case OpKind::conv2d: return "conv2d";
+    case OpKind::pointer_chase: return "pointer_chase";
+    case OpKind::strided_read: return "strided_read";
   }
   return "?";
 }
@@ -360,6 +388,8 @@ double Op::flops() const {
     case OpKind::conv2d:
       return 2.0 * b * static_cast<double>(conv_p() * conv_q()) * static_cast<double>(k) *
              static_cast<double>(c * r * s);
+    case OpKind::pointer_chase:
+    case OpKind::strided_read: return 0;
   }
   return 0;
 }
@@ -383,6 +413,8 @@ double Op::min_bytes() const {
     case OpKind::conv2d:
       return b * static_cast<double>(h * w * c) * ei + static_cast<double>(k * r * s * c) * ei +
              b * static_cast<double>(conv_p() * conv_q() * k) * eo;
+    case OpKind::pointer_chase: return static_cast<double>(footprint / stride) * 8.0;  // one pointer per element
+    case OpKind::strided_read: return static_cast<double>(footprint / stride) * static_cast<double>(access);
   }
   return 0;
 }
@@ -398,6 +430,11 @@ std::string Op::shape_text() const {
     case OpKind::attention:
       return "b" + std::to_string(batch) + " h" + std::to_string(heads) + "/" + std::to_string(kv_heads) + " q" +
              std::to_string(seq_q) + " kv" + std::to_string(seq_kv) + " d" + std::to_string(head_dim) + (causal ? " causal" : "");
+    case OpKind::pointer_chase:
+      return "footprint " + std::to_string(footprint) + " stride " + std::to_string(stride) + " loads " + std::to_string(loads) + (warmup ? "" : " cold");
+    case OpKind::strided_read:
+      return "footprint " + std::to_string(footprint) + " access " + std::to_string(access) + " stride " +
+             std::to_string(stride) + (passes > 1 ? " passes " + std::to_string(passes) : "");
     case OpKind::conv2d:
       return "n" + std::to_string(batch) + " " + j({h, w, c}) + " k" + std::to_string(k) + " " + j({r, s}) + "/" +
              std::to_string(stride);

@@ -10,7 +10,7 @@
 
 namespace xpusim::trace {
 
-enum class OpKind { gemm, elementwise, reduction, softmax, layernorm, attention, conv2d };
+enum class OpKind { gemm, elementwise, reduction, softmax, layernorm, attention, conv2d, pointer_chase, strided_read };
 const char* op_kind_name(OpKind k);
 
 struct Op {
@@ -37,6 +37,13 @@ struct Op {
   bool causal = false;
   // conv2d: input NHWC [batch, h, w, c], filter KRSC [k, r, s, c]
   int64_t h = 0, w = 0, c = 0, r = 0, s = 0, stride = 1, pad = 0;
+  // Memory microbenchmarks. pointer_chase: one thread follows a chain of pointers `stride`
+  // bytes apart through `footprint` bytes; a first lap warms the caches, then `loads`
+  // dependent loads are timed. strided_read: every SM reads `access` bytes every `stride`
+  // bytes of `footprint`, `passes` times (passes after the first are timed).
+  // With warmup: false the chase starts cold and every load goes as far as memory.
+  int64_t footprint = 0, access = 0, loads = 0, passes = 1;
+  bool warmup = true;
 
   int64_t elements() const;  // elementwise/row-wise: product of shape
   int64_t rows() const;      // product of all but the last dimension

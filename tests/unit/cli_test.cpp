@@ -55,20 +55,20 @@ TEST_CASE("cli: check validates, bad input exits 1 naming the file", "[cli]") {
   o = cli({"check", "--config", source_path("tests/data/bad/unknown-key.yaml")});
   CHECK(o.status == 1);
   CHECK_THAT(o.err, Catch::Contains("unknown-key.yaml:3:3: key 'sm.cout'"));
-  o = cli({"check", "--config", source_path("configs/h100-sxm.yaml"), "--set", "hbm.bandwidth=fast"});
+  o = cli({"check", "--config", source_path("configs/h100-sxm.yaml"), "--set", "hbm.data_rate=fast"});
   CHECK(o.status == 1);
-  CHECK_THAT(o.err, Catch::Contains("--set hbm.bandwidth"));
+  CHECK_THAT(o.err, Catch::Contains("--set hbm.data_rate"));
 }
 
 TEST_CASE("cli: describe lists every parameter with unit, default and range", "[cli]") {
   const Out o = cli({"describe"});
   REQUIRE(o.status == 0);
-  for (const char* key : {"sm.count", "sm.clock (frequency)", "l2.size (size)", "hbm.bandwidth (bandwidth)",
+  for (const char* key : {"sm.count", "sm.clock (frequency)", "l2.size (size)", "hbm.data_rate (frequency)",
                           "tensor_core.macs_per_clock.fp8", "accelerator.vector_width", "dram.bandwidth"})
     CHECK_THAT(o.out, Catch::Contains(key));
   CHECK_THAT(o.out, Catch::Contains("range [1, 4096]"));
   const Out md = cli({"describe", "--format", "markdown", "--kind", "gpu"});
-  CHECK_THAT(md.out, Catch::Contains("| `l2.hit_latency` | cycles | `200 cycles` |"));
+  CHECK_THAT(md.out, Catch::Contains("| `l2.hit_latency` | cycles | `150 cycles` |"));
   const Out c = cli({"describe", "--config", source_path("configs/magnet-int4.yaml")});
   CHECK(c.status == 0);
   CHECK_THAT(c.out, Catch::Contains("vsq_vector: 64"));

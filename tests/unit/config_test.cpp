@@ -25,7 +25,8 @@ l2:
   bandwidth: 1 TB/s
 hbm:
   capacity: 16 GiB
-  bandwidth: 1 TB/s
+  stacks: 1
+  data_rate: 2 GT/s
 )";
 
 std::string load_error(const std::string& yaml, const std::vector<std::string>& sets = {}) {
@@ -52,7 +53,7 @@ std::string child_error(const std::string& yaml) {
 TEST_CASE("shipped configs load with their published figures", "[config]") {
   const auto h100 = config::load_config(source_path("configs/h100-sxm.yaml"));
   CHECK(h100.chip.gpu.sm.count == 132);
-  CHECK(h100.chip.gpu.hbm.bandwidth == Approx(3.35e12));
+  CHECK(h100.chip.gpu.hbm.peak_bandwidth() == Approx(3.35e12).epsilon(2e-3));  // from the organisation and pin rate
   CHECK(h100.chip.gpu.l2.size_bytes == Approx(50.0 * 1024 * 1024));
   // The dense bf16 peak the datasheet quotes follows from the parameters.
   const auto& g = h100.chip.gpu;
@@ -60,7 +61,7 @@ TEST_CASE("shipped configs load with their published figures", "[config]") {
 
   const auto b200 = config::load_config(source_path("configs/b200.yaml"));
   CHECK(b200.chip.gpu.sm.count == 148);
-  CHECK(b200.chip.gpu.hbm.bandwidth == Approx(8e12));
+  CHECK(b200.chip.gpu.hbm.peak_bandwidth() == Approx(8e12).epsilon(2e-3));
   CHECK(b200.chip.gpu.sm.max_warps == 64);  // inherited through extends
   const auto& b = b200.chip.gpu;
   CHECK(2.0 * b.sm.count * b.tensor_core.per_sm * b.tensor_core.macs_per_clock.fp4 * b.sm.clock_hz == Approx(9e15).epsilon(2e-3));
@@ -85,13 +86,13 @@ TEST_CASE("defaults fill what a config leaves out, and sources are recorded", "[
 }
 
 TEST_CASE("command-line overrides change a value and the resolved config loads again", "[config]") {
-  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"), {"hbm.bandwidth=4 TB/s", "sm.count=100"});
-  CHECK(cfg.chip.gpu.hbm.bandwidth == Approx(4e12));
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"), {"hbm.data_rate=6 GT/s", "sm.count=100"});
+  CHECK(cfg.chip.gpu.hbm.data_rate == Approx(6e9));
   CHECK(cfg.chip.gpu.sm.count == 100);
   const std::string resolved = config::resolved_yaml(cfg, "test");
-  CHECK_THAT(resolved, Catch::Contains("bandwidth: 4 TB/s  # --set hbm.bandwidth"));
+  CHECK_THAT(resolved, Catch::Contains("data_rate: 6 GT/s  # --set hbm.data_rate"));
   const auto again = config::load_config(temp_file(resolved));
-  CHECK(again.chip.gpu.hbm.bandwidth == Approx(4e12));
+  CHECK(again.chip.gpu.hbm.data_rate == Approx(6e9));
   CHECK(again.chip.gpu.sm.count == 100);
   CHECK(again.chip.gpu.kernels.gemm_tiles == cfg.chip.gpu.kernels.gemm_tiles);
 }
@@ -99,7 +100,7 @@ TEST_CASE("command-line overrides change a value and the resolved config loads a
 TEST_CASE("config errors name file, line, column and key", "[config][errors]") {
   SECTION("unknown key, with a suggestion") {
     const std::string e = load_error(kMinimal + "sm2:\n  cout: 3\n");
-    CHECK_THAT(e, Catch::Matches(".*xpusim-test-.*\\.yaml:16:3: key 'sm2.cout': unknown key.*"));
+    CHECK_THAT(e, Catch::Matches(".*xpusim-test-.*\\.yaml:17:3: key 'sm2.cout': unknown key.*"));
     CHECK_THAT(child_error("l2:\n  asociativity: 8\n"),
                Catch::Contains(":3:3: key 'l2.asociativity': unknown key") && Catch::Contains("did you mean 'l2.associativity'"));
   }
@@ -129,7 +130,7 @@ TEST_CASE("config errors name file, line, column and key", "[config][errors]") {
   }
   SECTION("enum and bool values") {
     CHECK_THAT(child_error("tensor_core:\n  sparse_2_4: yes\n"), Catch::Contains("key 'tensor_core.sparse_2_4': 'yes' must be true or false"));
-    CHECK_THAT(load_error(kMinimal + "l2:\n  hash: xor\n"), Catch::Contains(":15:1: key 'l2': duplicate key"));
+    CHECK_THAT(load_error(kMinimal + "l2:\n  hash: xor\n"), Catch::Contains(":16:1: key 'l2': duplicate key"));
     const std::string base = source_path("configs/h100-sxm.yaml");
     CHECK_THAT(error_of([&] { config::load_config(base, {"tensor_core.sparse_2_4=maybe"}); }), Catch::Contains("must be true or false"));
     CHECK_THAT(error_of([&] { config::load_config(base, {"l2.hash=xro"}); }), Catch::Contains("did you mean 'xor'"));
@@ -146,13 +147,23 @@ TEST_CASE("config errors name file, line, column and key", "[config][errors]") {
   }
   SECTION("bad --set and extends cycles") {
     const std::string base = source_path("configs/h100-sxm.yaml");
-    CHECK_THAT(error_of([&] { config::load_config(base, {"hbm.bandwidth"}); }), Catch::Contains("expected key.path=value"));
-    CHECK_THAT(error_of([&] { config::load_config(base, {"hbm.bandwith=4 TB/s"}); }),
-               Catch::Contains("--set hbm.bandwith") && Catch::Contains("did you mean 'hbm.bandwidth'"));
+    CHECK_THAT(error_of([&] { config::load_config(base, {"hbm.data_rate"}); }), Catch::Contains("expected key.path=value"));
+    CHECK_THAT(error_of([&] { config::load_config(base, {"hbm.data_rte=4 GT/s"}); }),
+               Catch::Contains("--set hbm.data_rte") && Catch::Contains("did you mean 'hbm.data_rate'"));
     const std::string a = temp_file("");
     const std::string b = temp_file("extends: " + a + "\n");
     std::ofstream(a) << "extends: " << b << "\n";
     CHECK_THAT(error_of([&] { config::load_config(a); }), Catch::Contains("cycle"));
     CHECK_THAT(load_error("extends: no-such-parent.yaml\nname: x\n"), Catch::Contains("does not exist"));
   }
+}
+
+TEST_CASE("parameters that must agree with each other are checked together", "[config][errors]") {
+  CHECK_THAT(child_error("l2:\n  slices: 3\nnoc:\n  dies: 2\n"), Catch::Contains("key 'l2.slices': must be a multiple of noc.dies"));
+  CHECK_THAT(child_error("hbm:\n  interleave: 2 KiB\n"), Catch::Contains("key 'hbm.interleave'") && Catch::Contains("at most hbm.row_size"));
+  CHECK_THAT(child_error("hbm:\n  row_size: 1000 B\n"), Catch::Contains("key 'hbm.row_size': must be a multiple of the burst"));
+  CHECK_THAT(child_error("hbm:\n  tRFC: 5 us\n"), Catch::Contains("key 'hbm.tRFC': must be shorter than hbm.tREFI"));
+  CHECK_THAT(child_error("l2:\n  sector_bytes: 48\n"), Catch::Contains("key 'l2.sector_bytes'"));
+  // The error points at the line that set the value.
+  CHECK_THAT(child_error("hbm:\n  tRFC: 5 us\n"), Catch::Matches(".*\\.yaml:3:9: key 'hbm.tRFC'.*"));
 }

@@ -24,7 +24,7 @@ Totals walk(const KernelProgram& p) {
     StepWork w;
     auto add = [&](const StepWork& s) {
       t.macs += s.tensor_macs;
-      t.load_bytes += static_cast<double>(total_bytes(s.loads) + total_bytes(s.multicast_loads));
+      t.load_bytes += static_cast<double>(total_bytes(s.loads) + total_bytes(s.multicast_loads) + total_bytes(s.cached_loads));
       t.store_bytes += static_cast<double>(total_bytes(s.stores));
       for (const auto& b : s.stores)
         for (uint64_t r = 0; r < b.rows; ++r)

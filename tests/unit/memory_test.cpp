@@ -3,13 +3,18 @@
 #include <string>
 
 #include "models/common/bandwidth_resource.h"
-#include "models/memory/l2_cache.h"
+#include "models/memory/address_map.h"
+#include "models/memory/dram.h"
+#include "models/memory/sectored_tags.h"
+
+#include <random>
+#include <set>
 
 using namespace xpusim;
 
 namespace {
-L2Params small_l2() {
-  L2Params p;
+TagGeometry small_l2() {
+  TagGeometry p;
   p.size_bytes = 64 * 1024;  // 512 lines of 128 B
   p.associativity = 4;
   p.line_bytes = 128;
@@ -20,29 +25,29 @@ L2Params small_l2() {
 }  // namespace
 
 TEST_CASE("L2 tags: first touch misses, reuse hits, sectors are counted", "[memory][l2]") {
-  L2TagArray l2(small_l2());
-  L2TagArray::Result r;
-  l2.access(0, 256, false, r);  // two lines, four sectors each
+  SectoredTags l2(small_l2());
+  SectoredTags::Result r;
+  l2.access(0, 256, false, 0, r);  // two lines, four sectors each
   CHECK(r.miss_sectors == 8);
   CHECK(r.hit_sectors == 0);
   r = {};
-  l2.access(32, 64, false, r);  // sectors 1 and 2 of line 0
+  l2.access(32, 64, false, 0, r);  // sectors 1 and 2 of line 0
   CHECK(r.hit_sectors == 2);
   CHECK(r.miss_sectors == 0);
   r = {};
-  l2.access(300, 8, false, r);  // one sector of line 2
+  l2.access(300, 8, false, 0, r);  // one sector of line 2
   CHECK(r.miss_sectors == 1);
 }
 
 TEST_CASE("L2 tags: a working set larger than the cache thrashes under LRU, a smaller one stays", "[memory][l2]") {
   for (const char* hash : {"xor", "modulo"}) {
-    L2Params p = small_l2();
+    TagGeometry p = small_l2();
     p.hash = hash;
-    L2TagArray fits(p), thrash(p);
-    L2TagArray::Result a, b;
+    SectoredTags fits(p), thrash(p);
+    SectoredTags::Result a, b;
     for (int pass = 0; pass < 3; ++pass) {
-      for (uint64_t addr = 0; addr < 32 * 1024; addr += 128) fits.access(addr, 128, false, a);
-      for (uint64_t addr = 0; addr < 256 * 1024; addr += 128) thrash.access(addr, 128, false, b);
+      for (uint64_t addr = 0; addr < 32 * 1024; addr += 128) fits.access(addr, 128, false, 0, a);
+      for (uint64_t addr = 0; addr < 256 * 1024; addr += 128) thrash.access(addr, 128, false, 0, b);
     }
     // Half the capacity: with modulo indexing only the first of three passes misses; hashed
     // indexing overfills some 4-way sets, which then thrash, but most lines still hit.
@@ -55,12 +60,12 @@ TEST_CASE("L2 tags: a working set larger than the cache thrashes under LRU, a sm
 }
 
 TEST_CASE("L2 tags: dirty lines are written back when evicted", "[memory][l2]") {
-  L2TagArray l2(small_l2());
-  L2TagArray::Result r;
-  for (uint64_t addr = 0; addr < 64 * 1024; addr += 128) l2.access(addr, 128, true, r);
+  SectoredTags l2(small_l2());
+  SectoredTags::Result r;
+  for (uint64_t addr = 0; addr < 64 * 1024; addr += 128) l2.access(addr, 128, true, 0, r);
   CHECK(r.dirty_evicted_sectors < 64 * 1024 / 32);  // nothing forced out yet beyond conflicts
-  L2TagArray::Result r2;
-  for (uint64_t addr = 1 << 20; addr < (1 << 20) + 256 * 1024; addr += 128) l2.access(addr, 128, false, r2);
+  SectoredTags::Result r2;
+  for (uint64_t addr = 1 << 20; addr < (1 << 20) + 256 * 1024; addr += 128) l2.access(addr, 128, false, 0, r2);
   CHECK(r.dirty_evicted_sectors + r2.dirty_evicted_sectors == 64 * 1024 / 32);  // every dirty sector once
 }
 
@@ -74,4 +79,156 @@ TEST_CASE("bandwidth resource: back-to-back transfers queue, idle gaps are reuse
   // A transfer too long for the gap goes after the later one.
   CHECK(pipe.reserve(0, 450e-9, 600) == Approx(1.7e-6));
   CHECK(pipe.busy_s() == Approx(1000e-9));  // 100 + 100 + 100 + 100 + 600 bytes
+}
+
+TEST_CASE("tags: misses and dirty evictions come back as merged byte ranges", "[memory][tags]") {
+  SectoredTags tags(small_l2());
+  SectoredTags::Result r;
+  tags.access(1000 * 128 + 32, 128 * 3, false, 0, r);  // sectors 1..3 of a line, two whole lines, sector 0 of the next
+  REQUIRE(r.misses.size() == 1);
+  CHECK(r.misses[0].base == 1000 * 128 + 32);
+  CHECK(r.misses[0].row_bytes == 128 * 3);
+  r.clear();
+  tags.access(1000 * 128, 128 * 4, false, 0, r);  // the holes only: sector 0 of the first line and 1..3 of the last
+  REQUIRE(r.misses.size() == 2);
+  CHECK(r.misses[0].base == 1000 * 128);
+  CHECK(r.misses[0].row_bytes == 32);
+  CHECK(r.misses[1].base == 1003 * 128 + 32);
+  CHECK(r.misses[1].row_bytes == 96);
+  // Dirty lines evicted by a sweep come back at their own addresses.
+  SectoredTags w(small_l2());
+  SectoredTags::Result wr;
+  w.access(0, 128, true, 0, wr);
+  for (uint64_t addr = 1 << 20; addr < (1 << 20) + 256 * 1024; addr += 128) w.access(addr, 128, false, 0, wr);
+  REQUIRE(wr.writebacks.size() == 1);
+  CHECK(wr.writebacks[0].base == 0);
+  CHECK(wr.writebacks[0].row_bytes == 128);
+}
+
+TEST_CASE("address map: a bijection that spreads power-of-two strides and keeps slices on their channel's die",
+          "[memory][address]") {
+  const AddressMap map(256, 160, 80, 2);
+  // One group of `channels` consecutive granules covers every channel once.
+  std::set<uint32_t> seen;
+  for (uint64_t g = 0; g < 160; ++g) seen.insert(map.locate(5 * 160 * 256 + g * 256).channel);
+  CHECK(seen.size() == 160);
+  // Two granules never share a channel-local address.
+  std::set<std::pair<uint32_t, uint64_t>> places;
+  for (uint64_t g = 0; g < 160 * 64; ++g) {
+    const auto l = map.locate(g * 256);
+    places.insert({l.channel, l.local});
+    CHECK(l.die == l.channel / 80);
+    CHECK(l.slice / 40 == l.die);
+  }
+  CHECK(places.size() == 160 * 64);
+  // A 64 KiB stride (matrix rows of 2^n bytes) still reaches most channels.
+  std::set<uint32_t> strided;
+  for (uint64_t i = 0; i < 1024; ++i) strided.insert(map.locate(i * 65536).channel);
+  CHECK(strided.size() > 120);
+}
+
+namespace {
+// One pseudo-channel of HBM3 with round timings (ns), so bounds are easy to state.
+HbmParams one_channel() {
+  HbmParams p;
+  p.stacks = p.channels_per_stack = p.pseudo_channels = 1;
+  p.bank_groups = p.banks_per_group = 4;
+  p.row_bytes = 1024;
+  p.bus_bits = 32;
+  p.data_rate = 4e9;  // 32 B per 2 ns burst: 16 GB/s
+  p.burst_length = 8;
+  p.interleave_bytes = 256;
+  p.tRCD = p.tRP = p.tCL = 14e-9;
+  p.tRAS = 34e-9;
+  p.tCCD_S = 2e-9;
+  p.tCCD_L = 4e-9;
+  p.tRRD_S = 4e-9;
+  p.tRRD_L = 6e-9;
+  p.tFAW = 30e-9;
+  p.tRFC = 350e-9;
+  p.tREFI = 3900e-9;
+  p.tWR = 16e-9;
+  p.tRTP = 4e-9;
+  return p;
+}
+std::vector<Strided> range(uint64_t base, uint64_t bytes) { return {{base, 1, bytes, 0}}; }
+}  // namespace
+
+TEST_CASE("DRAM: unloaded latencies are the sums of the timings", "[memory][dram]") {
+  HbmParams p = one_channel();
+  p.tRFC = 0;  // no refresh in the way
+  const AddressMap map(256, 1, 1, 1);
+  DramTiming dram(p, map);
+  DramCounters c;
+  const double burst = p.burst_s();
+  // Closed bank: activate, then read.
+  CHECK(dram.access(0, 0, range(0, 32), false, c) == Approx(p.tRCD + p.tCL + burst));
+  CHECK(c.activates == 1);
+  // Same row, later: a row hit pays only the CAS latency.
+  CHECK(dram.access(1e-6, 1e-6, range(64, 32), false, c) - 1e-6 == Approx(p.tCL + burst));
+  CHECK(c.row_hit_bursts == 1);
+  // Another row of the same bank: precharge, activate, read.
+  const uint64_t same_bank_next_row = 16 * 1024;  // rows rotate over the 16 banks
+  CHECK(dram.access(2e-6, 2e-6, range(same_bank_next_row, 32), false, c) - 2e-6 == Approx(p.tRP + p.tRCD + p.tCL + burst));
+  CHECK(c.activates == 2);
+}
+
+TEST_CASE("DRAM: streaming reaches the timing-derived peak of one channel and of many", "[memory][dram]") {
+  for (int stacks : {1, 4}) {
+    HbmParams p = one_channel();
+    p.stacks = stacks;
+    p.channels_per_stack = stacks == 1 ? 1 : 16;
+    p.pseudo_channels = stacks == 1 ? 1 : 2;
+    const AddressMap map(256, static_cast<uint32_t>(p.channel_count()), 1, 1);
+    DramTiming dram(p, map);
+    DramCounters c;
+    const uint64_t total = 64ull << 20, chunk = 64 * 1024;
+    double done = 0;
+    for (uint64_t off = 0; off < total; off += chunk) done = std::max(done, dram.access(0, 0, range(off, chunk), false, c));
+    const double bw = static_cast<double>(total) / done;
+    INFO(p.channel_count() << " pseudo-channels: " << bw / 1e9 << " GB/s of " << p.refresh_bound_bandwidth() / 1e9);
+    CHECK(bw <= p.refresh_bound_bandwidth() * 1.001);
+    CHECK(bw > 0.97 * p.refresh_bound_bandwidth());
+    CHECK(c.row_hit_bursts / (c.read_bursts) > 0.9);  // 32 bursts per 1 KB row, one activate each
+  }
+}
+
+TEST_CASE("DRAM: a row-miss-heavy random pattern is slower than streaming by what the timings imply",
+          "[memory][dram]") {
+  const HbmParams p = one_channel();
+  const AddressMap map(256, 1, 1, 1);
+  DramTiming dram(p, map);
+  DramCounters c;
+  std::mt19937_64 rng(7);
+  const int n = 20000;
+  double done = 0;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t addr = (rng() % (1ull << 30)) & ~31ull;  // one burst in a random row of a random bank
+    done = std::max(done, dram.access(0, 0, range(addr, 32), false, c));
+  }
+  CHECK(c.activates > 0.99 * n);
+  // Every access opens a row: at most four activates per tFAW, and no activates while refreshing.
+  const double implied = n * p.tFAW / 4 / (1 - p.tRFC / p.tREFI);
+  INFO("random: " << done / n * 1e9 << " ns per access; implied " << implied / n * 1e9);
+  CHECK(done == Approx(implied).epsilon(0.08));  // refresh windows also waste some activate slots
+  // Streaming the same bytes is limited by the data bus instead.
+  DramTiming stream(p, map);
+  DramCounters cs;
+  const double streamed = stream.access(0, 0, range(0, 32ull * n), false, cs);
+  CHECK(streamed == Approx(32.0 * n / p.refresh_bound_bandwidth()).epsilon(0.03));
+  CHECK(done / streamed == Approx((p.tFAW / 4) / p.burst_s()).epsilon(0.1));
+}
+
+TEST_CASE("DRAM: refresh is counted and the closed-page policy turns hits into activates", "[memory][dram]") {
+  HbmParams p = one_channel();
+  const AddressMap map(256, 1, 1, 1);
+  DramTiming dram(p, map);
+  CHECK(dram.refreshes_until(10 * p.tREFI) == Approx(10));
+  p.page_policy = "closed";
+  DramTiming closed(p, map);
+  DramCounters c;
+  closed.access(0, 0, range(0, 32), false, c);
+  closed.access(1e-6, 1e-6, range(32, 32), false, c);
+  CHECK(c.activates == 2);
+  CHECK(c.row_hit_bursts == 0);
 }

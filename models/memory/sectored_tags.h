@@ -1,0 +1,63 @@
+#pragma once
+// Tags of a sectored, set-associative cache with LRU replacement and write-back,
+// write-allocate at sector granularity. Used for the L2 (one set array per slice) and the L1
+// (one slice). Only tags are kept, never data: hits and misses come from the addresses the
+// kernels touch. Misses and dirty evictions are returned as merged byte ranges, so the next
+// level gets real addresses in bulk.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/common/mem_request.h"
+
+namespace xpusim {
+
+struct TagGeometry {
+  double size_bytes = 0;  // all slices together
+  int slices = 1;
+  int associativity = 1;
+  int line_bytes = 128;
+  int sector_bytes = 32;
+  std::string hash = "xor";
+};
+
+class SectoredTags {
+ public:
+  struct Result {
+    uint64_t hit_sectors = 0;
+    uint64_t miss_sectors = 0;
+    uint64_t dirty_evicted_sectors = 0;
+    std::vector<Strided> misses;      // read sectors to fetch, merged where contiguous
+    std::vector<Strided> writebacks;  // dirty sectors evicted, merged where contiguous
+    void clear() { *this = Result{}; }
+  };
+
+  explicit SectoredTags(const TagGeometry& g);
+  // Touches [addr, addr+bytes) in slice `slice`: reads fill missing sectors; writes allocate
+  // and dirty them.
+  void access(uint64_t addr, uint64_t bytes, bool write, uint32_t slice, Result& r);
+  uint64_t sets_per_slice() const { return sets_; }
+
+ private:
+  // Tags of a set are contiguous (the lookup scans only them); state lives beside.
+  struct WayState {
+    uint64_t lru = 0;
+    uint32_t valid = 0;    // sector bitmask
+    uint32_t dirty = 0;
+  };
+  void touch_line(uint64_t line, uint32_t sectors, bool write, uint32_t slice, Result& r);
+  uint64_t set_of(uint64_t line) const;
+  void add_sectors(std::vector<Strided>& out, uint64_t line, uint32_t mask) const;
+
+  uint64_t sets_ = 0;
+  int ways_ = 0;
+  uint64_t line_bytes_ = 0;
+  uint64_t sector_bytes_ = 0;
+  int sectors_per_line_ = 0;
+  bool xor_hash_ = true;
+  uint64_t clock_ = 0;
+  std::vector<uint64_t> tags_;  // line number, ~0 when invalid
+  std::vector<WayState> state_;
+};
+
+}  // namespace xpusim
