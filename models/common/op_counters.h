@@ -15,10 +15,15 @@ struct OpCounters {
   double cta_resident_s = 0;    // summed over CTAs
   std::array<double, kNumDtypes> tensor_macs{};  // executed, tile padding included
   double fp32_ops = 0;          // lane operations
+  double hfma_ops = 0;          // FP16 FMA lane operations (SIMT)
+  double dp4a_ops = 0;          // 4-way INT8 dot-product lane operations (SIMT)
   double sfu_ops = 0;
   double instr_mma = 0;         // warp-level instructions by class
   double instr_simt = 0;
   double instr_mem = 0;
+  double lane_instr_simt = 0;   // the same, per active lane (SIMT instructions)
+  double lane_instr_mem = 0;
+  double rf_bytes = 0;          // register traffic beyond operand collection (MMA accumulators)
   double l1_read_bytes = 0;      // loads looked up in the L1 (TMA bypasses it)
   double l1_hit_sectors = 0;
   double l1_miss_sectors = 0;
@@ -27,6 +32,7 @@ struct OpCounters {
   // memory side
   double noc_bytes = 0;
   double d2d_bytes = 0;          // crossing the die-to-die link
+  double nvlink_bytes = 0;
   double l2_read_bytes = 0;
   double l2_write_bytes = 0;
   double l2_read_hit_sectors = 0;

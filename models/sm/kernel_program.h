@@ -28,6 +28,9 @@ struct StepWork {
   bool tensor_sparse = false;
   double fp32_ops = 0;     // lane operations
   double sfu_ops = 0;      // lane operations
+  double hfma_ops = 0;     // FP16 FMA lane operations (SIMT)
+  double dp4a_ops = 0;     // INT8 4-way dot-product lane operations (SIMT)
+  double rf_bytes = 0;     // accumulator traffic between tensor cores and registers
   double instr_mma = 0;    // warp-level instructions issued, by class
   double instr_simt = 0;
   double instr_mem = 0;

@@ -146,7 +146,9 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   }
 
   const double issue_slots = w.instr_mma + w.instr_simt + w.instr_mem;
-  const double cycles = std::max({w.fp32_ops / p_.fp32_lanes, w.sfu_ops / p_.sfu_lanes, issue_slots / p_.sub_partitions});
+  // FP16 FMAs pack two to a lane (HFMA2); a DP4A takes a lane slot.
+  const double lane_ops = w.fp32_ops + w.hfma_ops / 2 + w.dp4a_ops;
+  const double cycles = std::max({lane_ops / p_.fp32_lanes, w.sfu_ops / p_.sfu_lanes, issue_slots / p_.sub_partitions});
   if (cycles > 0) {
     const double duration = cycles / p_.clock_hz;
     end = std::max(end, simt_.reserve_for(now, now, duration));
@@ -162,7 +164,12 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   c.instr_simt += w.instr_simt;
   c.instr_mem += w.instr_mem;
   c.fp32_ops += w.fp32_ops;
+  c.hfma_ops += w.hfma_ops;
+  c.dp4a_ops += w.dp4a_ops;
   c.sfu_ops += w.sfu_ops;
+  c.lane_instr_simt += 32 * w.instr_simt;  // every lane of the warp active
+  c.lane_instr_mem += 32 * w.instr_mem;
+  c.rf_bytes += w.rf_bytes;
   return end;
 }
 

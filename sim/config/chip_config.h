@@ -12,6 +12,12 @@
 
 namespace xpusim::config {
 
+// Which energy table prices the chip's actions, and at what supply voltage.
+struct EnergyConfig {
+  std::string table;       // configs/energy/<node>.yaml, relative to the file that names it
+  double voltage_v = 0;    // 0: the table's nominal voltage
+};
+
 struct GpuConfig {
   SmParams sm;
   TensorCoreParams tensor_core;
@@ -19,6 +25,7 @@ struct GpuConfig {
   L2Params l2;
   HbmParams hbm;
   KernelLibParams kernels;
+  EnergyConfig energy;
 };
 
 struct AcceleratorConfig {

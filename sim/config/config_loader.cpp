@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/config/energy_loader.h"
 #include "sim/config/yaml_util.h"
 
 namespace xpusim::config {
@@ -234,6 +235,13 @@ void check_consistency(const LoadedConfig& cfg) {
       bad("hbm.interleave", "must be a multiple of the burst and at most hbm.row_size");
     if (g.hbm.tRFC >= g.hbm.tREFI) bad("hbm.tRFC", "must be shorter than hbm.tREFI");
     if (g.sm.l1_cache_bytes < 128.0 * g.sm.l1_associativity) bad("sm.l1_cache", "must hold at least one set of 128 B lines");
+    if (has_energy_table(cfg)) {
+      const std::string path = energy_table_path(cfg);
+      if (!std::filesystem::exists(path)) bad("energy.table", "energy table '" + path + "' does not exist");
+      const energy::Table t = load_energy_table(path);  // its own errors name the table's file
+      if (g.energy.voltage_v > 0 && g.energy.voltage_v <= t.threshold_voltage)
+        bad("energy.voltage", "is at or below the table's threshold voltage");
+    }
   }
 }
 
@@ -321,6 +329,14 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
       spec.assign(target, value);
       out.entries.push_back(std::move(entry));
     }
+  }
+  // The energy table is named relative to the file that names it; from here on it is an
+  // absolute path, so that the resolved config written with a report loads anywhere.
+  if (has_energy_table(out)) {
+    const std::string abs = std::filesystem::absolute(energy_table_path(out)).lexically_normal().string();
+    out.chip.gpu.energy.table = abs;
+    for (auto& e : out.entries)
+      if (e.spec->key == "energy.table") e.text = abs;
   }
   check_consistency(out);
   return out;

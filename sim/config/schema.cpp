@@ -182,6 +182,12 @@ Schema make_gpu_schema() {
                "Key/value rows per inner step of fused attention")
       .integer("attention.threads", &KernelLibParams::attention_threads, def("384"), between(32, 1024),
                "Threads per fused-attention CTA");
+  section<EnergyConfig>(s, "energy", "Energy model: the per-action energy table and the supply voltage",
+                        [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->energy; })
+      .text("table", &EnergyConfig::table, def(""),
+            "Energy table (configs/energy/<node>.yaml), relative to the file that names it; empty: no energy report")
+      .quantity("voltage", &EnergyConfig::voltage_v, Dim::Voltage, def("0 V"), between(0, 2.0),
+                "Supply voltage; dynamic energy scales with (V / the table's nominal)^2; 0 V: the nominal");
   return s;
 }
 

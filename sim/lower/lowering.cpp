@@ -114,6 +114,8 @@ class GemmProgram : public KernelProgram {
     const double eb = in_bits / 8.0;
     w.smem_write_bytes = (static_cast<double>(bm * bk) + b_elems) * eb;
     w.smem_read_bytes = (static_cast<double>(bm * bk) + static_cast<double>(bm / 64) * b_elems) * eb;
+    // Each warpgroup MMA reads and writes its 64 x bn block of fp32 accumulators.
+    w.rf_bytes = w.instr_mma * 64.0 * static_cast<double>(bn) * 4.0 * 2.0;
   }
 
   void conv_a_blocks(int64_t tm, int64_t k0, int64_t kk, int64_t rows_m, StepWork& w) const {
@@ -281,6 +283,8 @@ class AttentionProgram : public KernelProgram {
     const double kv = 2.0 * static_cast<double>(rows * d) * in_bits / 8.0;
     w.smem_write_bytes = kv;
     w.smem_read_bytes = static_cast<double>(bq * d) * in_bits / 8.0 + static_cast<double>(bq / 64) * kv;
+    // Registers: S written (fp32) and read back as P, O accumulators read and written.
+    w.rf_bytes = tile * (4.0 + 4.0) + static_cast<double>(bq * d) * 4.0 * 2.0;
   }
   void epilogue(uint64_t cta, StepWork& w) const override {
     int64_t b, h, qb;
@@ -312,6 +316,32 @@ class PointerChaseProgram : public KernelProgram {
     w.cached_loads.push_back({base + i * static_cast<uint64_t>(stride), 1, 8, 0});
     w.instr_mem = 1;
     w.instr_simt = 1;  // the address arithmetic of the next hop
+  }
+  void epilogue(uint64_t, StepWork&) const override {}
+};
+
+// Instruction loop: warps that issue one kind of instruction `count` times (the energy
+// microbenchmarks: per-instruction energy and overhead share).
+class InstructionLoopProgram : public KernelProgram {
+ public:
+  std::string instruction;
+  int64_t count = 0, warps = 0, warps_per_cta = 4;
+  double macs_per_mma = 0;
+  uint64_t num_ctas() const override { return static_cast<uint64_t>((warps + warps_per_cta - 1) / warps_per_cta); }
+  uint32_t steps(uint64_t) const override { return 1; }
+  void step(uint64_t cta, uint32_t, StepWork& w) const override {
+    const int64_t in_cta = std::min(warps_per_cta, warps - static_cast<int64_t>(cta) * warps_per_cta);
+    const double n = static_cast<double>(count * in_cta);  // warp instructions
+    if (instruction == "hmma" || instruction == "imma") {
+      w.instr_mma = n;
+      w.tensor_macs = n * macs_per_mma;
+      w.tensor_dtype = instruction == "hmma" ? Dtype::fp16 : Dtype::int8;
+      return;
+    }
+    w.instr_simt = n;
+    if (instruction == "ffma") w.fp32_ops = 32 * n;
+    if (instruction == "hfma") w.hfma_ops = 32 * n;
+    if (instruction == "hdp4a") w.dp4a_ops = 32 * n;
   }
   void epilogue(uint64_t, StepWork&) const override {}
 };
@@ -398,7 +428,8 @@ LoweredOp Lowering::lower(const Op& op) {
     case OpKind::conv2d: return gemm(op);
     case OpKind::attention: return attention(op);
     case OpKind::pointer_chase:
-    case OpKind::strided_read: return microbenchmark(op);
+    case OpKind::strided_read:
+    case OpKind::instruction_loop: return microbenchmark(op);
     default: return streaming(op);
   }
 }
@@ -525,6 +556,22 @@ LoweredOp Lowering::streaming(const Op& op) {
 
 LoweredOp Lowering::microbenchmark(const Op& op) {
   const KernelLibParams& kl = gpu_.kernels;
+  if (op.kind == OpKind::instruction_loop) {
+    auto p = std::make_shared<InstructionLoopProgram>();
+    p->instruction = op.instruction;
+    p->count = op.count;
+    p->warps = op.warps;
+    p->macs_per_mma = static_cast<double>(op.macs_per_instruction);
+    const bool mma = op.instruction == "hmma" || op.instruction == "imma";
+    if (mma && gpu_.tensor_core.per_sm * gpu_.tensor_core.macs_per_clock.of(op.instruction == "hmma" ? Dtype::fp16 : Dtype::int8) <= 0)
+      throw UserError(op.loc.str() + ": op '" + op.name + "': the tensor cores of this chip do not run " + op.instruction);
+    p->stages = 1;
+    p->resources = CtaResources{32 * static_cast<int>(p->warps_per_cta), 32 * 32 * static_cast<int>(p->warps_per_cta), 0};
+    std::ostringstream os;
+    os << p->warps << " warps x " << p->count << " " << p->instruction << (mma ? " (" + std::to_string(op.macs_per_instruction) + " MACs each)" : "");
+    p->description = os.str();
+    return finish(p, mma);
+  }
   if (op.kind == OpKind::pointer_chase) {
     auto p = std::make_shared<PointerChaseProgram>();
     p->elements = op.footprint / op.stride;

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
+#include "models/energy/energy_table.h"
+#include "sim/config/energy_loader.h"
 #include "sim/config/units.h"
 #include "sim/report/json_writer.h"
 #include "sim/version.h"
@@ -92,6 +95,40 @@ void write_metrics(JsonWriter& w, const Metrics& m) {
     w.end_object();
   }
   w.field("bound", m.bound);
+  if (m.has_energy) {
+    w.key("energy").begin_object();
+    w.field("total_j", m.energy_j).field("dynamic_j", m.dynamic_j).field("static_j", m.static_j);
+    w.field("average_power_w", m.power_w);
+    w.field("tops_per_w", m.energy_j > 0 ? m.ops / m.energy_j / 1e12 : 0);
+    w.field("pj_per_op", m.ops > 0 ? m.energy_j / m.ops * 1e12 : 0);
+    w.field("instructions", m.instructions);
+    w.field("pj_per_instruction", m.instructions > 0 ? m.dynamic_j / m.instructions * 1e12 : 0);
+    const double math = m.class_j[static_cast<int>(energy::Class::math)];
+    w.field("overhead_per_math", math > 0 ? m.class_j[static_cast<int>(energy::Class::overhead)] / math : 0);
+    if (m.joules_per_token > 0) w.field("joules_per_token", m.joules_per_token);
+    w.key("classes").begin_object();
+    for (int c = 0; c < 5; ++c) w.field(energy::class_name(static_cast<energy::Class>(c)), m.class_j[c]);
+    w.field("static", m.static_j);
+    w.end_object();
+    w.key("actions").begin_object();
+    for (const auto& [name, j] : m.action_j) w.field(name, j);
+    w.end_object();
+    w.end_object();
+  }
+}
+
+void add_energy(Metrics& m, const OpCounters& c, double refreshes, const energy::Table& t, double voltage,
+                double static_w) {
+  const energy::Breakdown b = energy::price(c, refreshes, m.time_s, t, voltage, static_w);
+  m.has_energy = true;
+  m.dynamic_j = b.dynamic_j();
+  m.static_j = b.static_j;
+  m.energy_j = b.total_j();
+  m.power_w = m.time_s > 0 ? m.energy_j / m.time_s : 0;
+  for (int i = 0; i < 5; ++i) m.class_j[i] = b.class_j[i];
+  for (const auto& a : energy::actions()) m.action_j.emplace_back(a.name, b.action_j.at(a.name));
+  m.instructions = c.lane_instr_simt + c.lane_instr_mem + c.instr_mma;
+  m.ops = m.flops;
 }
 
 std::string fmt(const char* f, double v) {
@@ -159,6 +196,27 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
   // Whole-run utilisation of SM slots is not meaningful across kernels of different occupancy;
   // the total reports it against the largest.
   rep.total = metrics(total, 0, r.end_s, total_flops, 0, total_min_bytes, total_resident_capacity, g);
+  if (config::has_energy_table(cfg)) {
+    const energy::Table table = config::load_energy_table(config::energy_table_path(cfg));
+    rep.energy_table = std::filesystem::proximate(table.file).string();
+    rep.energy_node = table.node;
+    rep.nominal_voltage = table.nominal_voltage;
+    rep.voltage = g.energy.voltage_v > 0 ? g.energy.voltage_v : table.nominal_voltage;
+    rep.max_clock_at_voltage = energy::max_clock(table, g.sm.clock_hz, rep.voltage);
+    rep.static_power = table.static_power_w * g.noc.dies * energy::static_scale(table, rep.voltage);
+    rep.idle_power = table.idle_power_w * g.noc.dies;
+    double refreshes = 0;
+    for (const Stat& st : r.stats.all())
+      if (st.name.size() > 10 && st.name.rfind(".refreshes") == st.name.size() - 10) refreshes += st.value;
+    const double static_w = table.static_power_w * g.noc.dies;
+    // Refresh belongs to no kernel: each op gets the share of its own duration.
+    for (size_t i = 0; i < rep.ops.size(); ++i) {
+      Metrics& m = rep.ops[i].m;
+      add_energy(m, r.ops[i].run.counters, r.end_s > 0 ? refreshes * m.time_s / r.end_s : 0, table, rep.voltage, static_w);
+    }
+    add_energy(rep.total, total, refreshes, table, rep.voltage, static_w);
+    if (t.tokens > 0) rep.total.joules_per_token = rep.total.energy_j / t.tokens;
+  }
   for (const Stat& s : r.stats.all()) {
     rep.stat_values.emplace_back(s.name, s.value);
     rep.stat_units.emplace_back(s.name, s.unit);
@@ -177,6 +235,14 @@ std::string to_json(const Report& rep) {
   w.field("sms", static_cast<long long>(rep.sms)).field("sm_clock_hz", rep.clock_hz);
   w.field("hbm_peak_bandwidth", rep.hbm_peak).field("hbm_sustained_bandwidth", rep.hbm_sustained);
   w.field("l2_bandwidth", rep.l2_peak).field("fp32_peak_tflops", rep.fp32_peak_tflops);
+  if (!rep.energy_table.empty()) {
+    w.key("energy").begin_object();
+    w.field("table", rep.energy_table).field("node", rep.energy_node);
+    w.field("voltage", rep.voltage).field("nominal_voltage", rep.nominal_voltage);
+    w.field("max_clock_at_voltage_hz", rep.max_clock_at_voltage);
+    w.field("static_power_w", rep.static_power).field("idle_power_w", rep.idle_power);
+    w.end_object();
+  }
   w.key("tensor_peak_tflops").begin_object();
   for (const auto& [d, v] : rep.tensor_peak_tflops) w.field(d, v);
   w.end_object();
@@ -256,6 +322,9 @@ std::string total_line(const Report& rep) {
      << units::format(m.hbm_bandwidth, units::Dim::Bandwidth) << " (" << pct(m.hbm_bandwidth_util) << " of "
      << units::format(rep.hbm_peak, units::Dim::Bandwidth) << " peak), L2 hit rate " << pct(m.l2_hit_rate)
      << ", bound: " << m.bound;
+  if (m.has_energy)
+    os << "; energy " << fmt("%.4g", m.energy_j) << " J (" << fmt("%.0f", m.power_w) << " W average, "
+       << fmt("%.2f", m.energy_j > 0 ? m.ops / m.energy_j / 1e12 : 0) << " TOPS/W)";
   return os.str();
 }
 

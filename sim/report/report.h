@@ -25,6 +25,14 @@ struct Metrics {
   double timed_bandwidth = 0;    // microbenchmarks: bytes the timed phase asked for, per second
   double hbm_bandwidth = 0, l2_bandwidth = 0;  // achieved, B/s
   std::string bound;
+  // Energy (when the config names an energy table)
+  bool has_energy = false;
+  double energy_j = 0, dynamic_j = 0, static_j = 0, power_w = 0;
+  double class_j[5] = {0, 0, 0, 0, 0};  // energy::Class order
+  std::vector<std::pair<std::string, double>> action_j;
+  double instructions = 0;  // lane instructions (SIMT, memory) + matrix instructions
+  double ops = 0;           // flops (or integer ops) counted for TOPS/W
+  double joules_per_token = 0;
 };
 
 struct OpReport {
@@ -40,6 +48,8 @@ struct Report {
   std::string version;
   std::string config_name, config_file, trace_name, trace_file;
   int sms = 0;
+  std::string energy_table, energy_node;
+  double voltage = 0, nominal_voltage = 0, max_clock_at_voltage = 0, static_power = 0, idle_power = 0;
   double clock_hz = 0, hbm_peak = 0, hbm_sustained = 0, l2_peak = 0, fp32_peak_tflops = 0;
   std::vector<std::pair<std::string, double>> tensor_peak_tflops;  // per dtype, dense
   Metrics total;

@@ -30,6 +30,7 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
       {OpKind::conv2d, {"batch", "h", "w", "c", "k", "r", "s", "stride", "pad"}},
       {OpKind::pointer_chase, {"footprint", "stride", "loads", "warmup"}},
       {OpKind::strided_read, {"footprint", "stride", "access", "passes"}},
+      {OpKind::instruction_loop, {"instruction", "count", "warps", "macs_per_instruction"}},
   };
   return keys;
 }
@@ -277,6 +278,23 @@ class Parser {
         if (o.stride > o.footprint) fail(cx.at(n), path + ".stride", "must not exceed the footprint");
         if (o.passes > 1000) fail(cx.at(n), path + ".passes", "at most 1000 passes");
         break;
+      case OpKind::instruction_loop: {
+        const YAML::Node in = need("instruction");
+        const std::vector<std::string> kinds = {"ffma", "hfma", "hdp4a", "hmma", "imma"};
+        if (!in.IsScalar() || std::find(kinds.begin(), kinds.end(), in.Scalar()) == kinds.end()) {
+          const std::string hint = in.IsScalar() ? config::closest_match(in.Scalar(), kinds) : "";
+          fail(cx.at(in), path + ".instruction", "expected one of ffma, hfma, hdp4a, hmma, imma" +
+                                                    (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+        }
+        o.instruction = in.Scalar();
+        o.count = opt_dim("count", 1000, 1);
+        o.warps = opt_dim("warps", 1024, 1);
+        // Volta's HMMA multiplies two 4x4 fp16 matrices (64 MACs); Turing's IMMA two 8x8 int8
+        // matrices (8x8x8 = 512 MACs), as in the instruction-energy figures of shared/reference.
+        o.macs_per_instruction = opt_dim("macs_per_instruction", o.instruction == "imma" ? 512 : 64, 1);
+        checked_product(cx, n, path, {o.count, o.warps, o.macs_per_instruction, 32});
+        break;
+      }
     }
 
     if (const YAML::Node deps = n["deps"]) {
@@ -312,8 +330,8 @@ class Parser {
 };
 
 void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
-  const std::vector<std::string> keys = jsonl ? std::vector<std::string>{"xpusim_trace", "name", "description"}
-                                              : std::vector<std::string>{"xpusim_trace", "name", "description", "ops"};
+  const std::vector<std::string> keys = jsonl ? std::vector<std::string>{"xpusim_trace", "name", "description", "tokens"}
+                                              : std::vector<std::string>{"xpusim_trace", "name", "description", "tokens", "ops"};
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
@@ -327,6 +345,7 @@ void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
     fail(cx.at(v), "xpusim_trace", "unsupported trace format version '" + (v.IsScalar() ? v.Scalar() : std::string("?")) + "' (this build reads 1)");
   if (root["name"]) t.name = root["name"].Scalar();
   if (root["description"]) t.description = root["description"].Scalar();
+  if (root["tokens"]) t.tokens = static_cast<double>(get_int(cx, root["tokens"], "tokens", 1, int64_t{1} << 40));
 }
 
 }  // namespace
@@ -342,6 +361,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::conv2d: return "conv2d";
     case OpKind::pointer_chase: return "pointer_chase";
     case OpKind::strided_read: return "strided_read";
+    case OpKind::instruction_loop: return "instruction_loop";
   }
   return "?";
 }
@@ -390,6 +410,11 @@ double Op::flops() const {
              static_cast<double>(c * r * s);
     case OpKind::pointer_chase:
     case OpKind::strided_read: return 0;
+    case OpKind::instruction_loop: {
+      const double n = static_cast<double>(count) * static_cast<double>(warps);
+      if (instruction == "hmma" || instruction == "imma") return 2.0 * n * static_cast<double>(macs_per_instruction);
+      return n * 32.0 * (instruction == "hdp4a" ? 8.0 : 2.0);  // a DP4A is 4 MACs
+    }
   }
   return 0;
 }
@@ -415,6 +440,7 @@ double Op::min_bytes() const {
              b * static_cast<double>(conv_p() * conv_q() * k) * eo;
     case OpKind::pointer_chase: return static_cast<double>(footprint / stride) * 8.0;  // one pointer per element
     case OpKind::strided_read: return static_cast<double>(footprint / stride) * static_cast<double>(access);
+    case OpKind::instruction_loop: return 0;
   }
   return 0;
 }
@@ -432,6 +458,8 @@ std::string Op::shape_text() const {
              std::to_string(seq_q) + " kv" + std::to_string(seq_kv) + " d" + std::to_string(head_dim) + (causal ? " causal" : "");
     case OpKind::pointer_chase:
       return "footprint " + std::to_string(footprint) + " stride " + std::to_string(stride) + " loads " + std::to_string(loads) + (warmup ? "" : " cold");
+ case OpKind::instruction_loop:
+      return std::to_string(warps) + " warps x " + std::to_string(count) + " " + instruction;
     case OpKind::strided_read:
       return "footprint " + std::to_string(footprint) + " access " + std::to_string(access) + " stride " +
              std::to_string(stride) + (passes > 1 ? " passes " + std::to_string(passes) : "");

@@ -10,7 +10,7 @@
 
 namespace xpusim::trace {
 
-enum class OpKind { gemm, elementwise, reduction, softmax, layernorm, attention, conv2d, pointer_chase, strided_read };
+enum class OpKind { gemm, elementwise, reduction, softmax, layernorm, attention, conv2d, pointer_chase, strided_read, instruction_loop };
 const char* op_kind_name(OpKind k);
 
 struct Op {
@@ -44,6 +44,10 @@ struct Op {
   // With warmup: false the chase starts cold and every load goes as far as memory.
   int64_t footprint = 0, access = 0, loads = 0, passes = 1;
   bool warmup = true;
+  // instruction_loop: `warps` warps each issue `count` instructions of one kind (ffma, hfma,
+  // hdp4a, hmma, imma); an MMA instruction does `macs_per_instruction` MACs.
+  std::string instruction;
+  int64_t count = 0, warps = 0, macs_per_instruction = 0;
 
   int64_t elements() const;  // elementwise/row-wise: product of shape
   int64_t rows() const;      // product of all but the last dimension
@@ -60,6 +64,7 @@ struct Trace {
   std::string name;
   std::string file;
   std::string description;
+  double tokens = 0;  // tokens the workload produces or processes (LLM steps): joules per token
   std::vector<Op> ops;
 };
 

@@ -1,0 +1,58 @@
+#pragma once
+// Energy per action for one technology (configs/energy/<node>.yaml), and the pricing of the
+// action counts the models keep (OpCounters). Models count actions, never joules; this is the
+// only place where counts become energy. docs/energy-model.md states the rules and sources.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/common/op_counters.h"
+
+namespace xpusim::energy {
+
+// Which part of the breakdown an action belongs to.
+enum class Class { math, overhead, onchip_memory, offchip_memory, interconnect };
+const char* class_name(Class c);
+
+struct ActionSpec {
+  std::string name;
+  bool per_bit;  // priced per bit moved (pJ/bit) rather than per event (pJ)
+  Class cls;
+  std::string meaning;
+};
+// Every action a table must price, in report order.
+const std::vector<ActionSpec>& actions();
+
+struct Table {
+  std::string file;
+  std::string node;                     // e.g. "TSMC 4N"
+  double nominal_voltage = 0;           // V at which the energies below hold
+  std::map<std::string, double> joules; // per event, or per bit for per_bit actions
+  double static_power_w = 0;            // leakage at nominal voltage
+  double idle_power_w = 0;              // whole-chip draw with nothing running
+  double threshold_voltage = 0;         // alpha-power law: f_max ~ (V - Vt)^alpha / V
+  double alpha = 0;
+};
+
+// Highest clock at `voltage` for a design that runs `nominal_clock` at the nominal voltage.
+double max_clock(const Table& t, double nominal_clock, double voltage);
+
+// Scaling rules (docs/energy-model.md): dynamic energy ~ C V^2, so every action scales by
+// (V / V_nominal)^2; leakage power is taken to scale the same way (I_leak rises with V).
+double dynamic_scale(const Table& t, double voltage);
+double static_scale(const Table& t, double voltage);
+
+struct Breakdown {
+  std::map<std::string, double> action_j;   // per action
+  double class_j[5] = {0, 0, 0, 0, 0};      // indexed by Class
+  double static_j = 0;
+  double dynamic_j() const;
+  double total_j() const { return dynamic_j() + static_j; }
+};
+
+// Prices `c` over `time_s` of wall time. `refreshes` are DRAM refresh commands in that time
+// (they belong to no kernel; callers share them out by time).
+Breakdown price(const OpCounters& c, double refreshes, double time_s, const Table& t, double voltage,
+                double static_power_w);
+
+}  // namespace xpusim::energy
