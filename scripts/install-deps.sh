@@ -2,7 +2,7 @@
 # Installs everything xpusim needs from Debian 12 packages (run as root, or with sudo available).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsystemc-dev libyaml-cpp-dev libboost-program-options-dev
-          libspdlog-dev catch2 python3)
+          libspdlog-dev catch2 python3 python3-yaml)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,7 +16,22 @@ const char* class_name(Class c) {
   return "?";
 }
 
-const std::vector<ActionSpec>& actions() {
+const std::vector<ActionSpec>& actions(const std::string& kind) {
+  static const std::vector<ActionSpec> accel = {
+      {"mac.int4", false, Class::math, "one 4-bit multiply-accumulate in a vector MAC unit"},
+      {"mac.int8", false, Class::math, "one 8-bit multiply-accumulate (two 4-bit lanes)"},
+      {"mac.gated", false, Class::math, "a MAC skipped because its input is zero (clock-gated residue)"},
+      {"vsq.scale", false, Class::math, "one per-vector scale-factor multiply (VS-Quant)"},
+      {"sfu.op", false, Class::math, "one special-function operation (exp, rsqrt, GELU, requantisation)"},
+      {"collector.update", false, Class::onchip_memory, "one partial sum added in the accumulation collector"},
+      {"wbuf.read", true, Class::onchip_memory, "weight-buffer bits read"},
+      {"ibuf.read", true, Class::onchip_memory, "input-buffer bits read"},
+      {"abuf.access", true, Class::onchip_memory, "accumulation-buffer bits read or written"},
+      {"gbuf.access", true, Class::onchip_memory, "global-buffer bits read or written (includes the PE network)"},
+      {"dram.access", true, Class::offchip_memory, "DRAM bits read or written, interface included"},
+      {"control.pe_cycle", false, Class::overhead, "clocking and sequencing of one PE for one cycle"},
+  };
+  if (kind == "accelerator") return accel;
   static const std::vector<ActionSpec> a = {
       {"mac.tensor.tf32", false, Class::math, "one dense TF32 multiply-accumulate on a tensor core"},
       {"mac.tensor.fp16", false, Class::math, "one FP16 tensor-core MAC (fp32 accumulate)"},
@@ -105,6 +120,40 @@ Breakdown price(const OpCounters& c, double refreshes, double time_s, const Tabl
     b.class_j[static_cast<int>(a.cls)] += j;
   }
   b.static_j = static_power_w * static_scale(t, voltage) * time_s;
+  return b;
+}
+
+AccelCounters& AccelCounters::operator+=(const AccelCounters& o) {
+  mac_int4 += o.mac_int4;
+  mac_int8 += o.mac_int8;
+  mac_gated += o.mac_gated;
+  vsq_scale += o.vsq_scale;
+  collector_updates += o.collector_updates;
+  wbuf_bits += o.wbuf_bits;
+  ibuf_bits += o.ibuf_bits;
+  abuf_bits += o.abuf_bits;
+  gbuf_bits += o.gbuf_bits;
+  dram_bits += o.dram_bits;
+  sfu_ops += o.sfu_ops;
+  pe_cycles += o.pe_cycles;
+  return *this;
+}
+
+Breakdown price(const AccelCounters& c, double time_s, const Table& t, double voltage) {
+  const double k = dynamic_scale(t, voltage);
+  const std::map<std::string, double> count = {
+      {"mac.int4", c.mac_int4},       {"mac.int8", c.mac_int8},         {"mac.gated", c.mac_gated},
+      {"vsq.scale", c.vsq_scale},     {"sfu.op", c.sfu_ops},            {"collector.update", c.collector_updates},
+      {"wbuf.read", c.wbuf_bits},     {"ibuf.read", c.ibuf_bits},       {"abuf.access", c.abuf_bits},
+      {"gbuf.access", c.gbuf_bits},   {"dram.access", c.dram_bits},     {"control.pe_cycle", c.pe_cycles},
+  };
+  Breakdown b;
+  for (const ActionSpec& a : actions("accelerator")) {
+    const double j = count.at(a.name) * t.joules.at(a.name) * k;
+    b.action_j[a.name] = j;
+    b.class_j[static_cast<int>(a.cls)] += j;
+  }
+  b.static_j = t.static_power_w * static_scale(t, voltage) * time_s;
   return b;
 }
 

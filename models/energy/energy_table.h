@@ -20,11 +20,12 @@ struct ActionSpec {
   Class cls;
   std::string meaning;
 };
-// Every action a table must price, in report order.
-const std::vector<ActionSpec>& actions();
+// Every action a table for this kind of chip ("gpu" or "accelerator") must price, in report order.
+const std::vector<ActionSpec>& actions(const std::string& kind = "gpu");
 
 struct Table {
   std::string file;
+  std::string kind = "gpu";             // which action list it prices
   std::string node;                     // e.g. "TSMC 4N"
   double nominal_voltage = 0;           // V at which the energies below hold
   std::map<std::string, double> joules; // per event, or per bit for per_bit actions
@@ -54,5 +55,19 @@ struct Breakdown {
 // (they belong to no kernel; callers share them out by time).
 Breakdown price(const OpCounters& c, double refreshes, double time_s, const Table& t, double voltage,
                 double static_power_w);
+
+// Action counts of the accelerator model (models/accelerator), priced by an accelerator table.
+struct AccelCounters {
+  double mac_int4 = 0, mac_int8 = 0;  // MACs performed
+  double mac_gated = 0;               // MACs skipped because an input was zero (clock-gated)
+  double vsq_scale = 0;               // per-vector scale multiplies (VS-Quant)
+  double collector_updates = 0;       // partial sums added in the accumulation collector
+  double wbuf_bits = 0, ibuf_bits = 0, abuf_bits = 0, gbuf_bits = 0;
+  double dram_bits = 0;
+  double sfu_ops = 0;
+  double pe_cycles = 0;               // PE-cycles of operation (clocking, sequencing)
+  AccelCounters& operator+=(const AccelCounters& o);
+};
+Breakdown price(const AccelCounters& c, double time_s, const Table& t, double voltage);
 
 }  // namespace xpusim::energy

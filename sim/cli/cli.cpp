@@ -167,7 +167,7 @@ int cmd_check(const std::string& cmd, const std::vector<std::string>& args, std:
     double flops = 0;
     for (const auto& op : tr.ops) flops += op.flops();
     out << tr.file << ": ok (" << tr.ops.size() << " ops, " << flops / 1e12 << " TFLOP)\n";
-    if (cfg && cfg->chip.kind == "gpu") {
+    if (cfg) {
       engine::lower_all(*cfg, tr);
       out << "every op lowers onto " << cfg->chip.name << "\n";
     }

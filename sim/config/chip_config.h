@@ -31,6 +31,7 @@ struct GpuConfig {
 struct AcceleratorConfig {
   AcceleratorParams accelerator;
   DramParams dram;
+  EnergyConfig energy;
 };
 
 struct ChipConfig {

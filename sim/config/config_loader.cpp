@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "sim/config/energy_loader.h"
+#include "sim/config/units.h"
 #include "sim/config/yaml_util.h"
 
 namespace xpusim::config {
@@ -220,6 +221,16 @@ void check_consistency(const LoadedConfig& cfg) {
       if (e.spec->key == key) fail(e.source, key, msg);
     throw UserError(cfg.file + ": key '" + key + "': " + msg);
   };
+  if (cfg.chip.kind == "accelerator") {
+    const AcceleratorParams& a = cfg.chip.accel.accelerator;
+    if (a.min_voltage_v >= a.max_voltage_v) bad("accelerator.min_voltage", "must be below accelerator.max_voltage");
+    if (a.min_clock_hz >= a.max_clock_hz) bad("accelerator.min_clock", "must be below accelerator.max_clock");
+    if (a.voltage_v < a.min_voltage_v || a.voltage_v > a.max_voltage_v)
+      bad("accelerator.voltage", "must lie between accelerator.min_voltage and accelerator.max_voltage");
+    const double fmax = accelerator_max_clock(a, a.voltage_v);
+    if (a.clock_hz > fmax * 1.0005)
+      bad("accelerator.clock", "is above the " + units::format(fmax, units::Dim::Frequency) + " this voltage allows (linear between the two operating points)");
+  }
   if (cfg.chip.kind == "gpu") {
     const GpuConfig& g = cfg.chip.gpu;
     if (g.l2.line_bytes % g.l2.sector_bytes != 0 || g.l2.line_bytes / g.l2.sector_bytes > 32)
@@ -235,13 +246,9 @@ void check_consistency(const LoadedConfig& cfg) {
       bad("hbm.interleave", "must be a multiple of the burst and at most hbm.row_size");
     if (g.hbm.tRFC >= g.hbm.tREFI) bad("hbm.tRFC", "must be shorter than hbm.tREFI");
     if (g.sm.l1_cache_bytes < 128.0 * g.sm.l1_associativity) bad("sm.l1_cache", "must hold at least one set of 128 B lines");
-    if (has_energy_table(cfg)) {
-      const std::string path = energy_table_path(cfg);
-      if (!std::filesystem::exists(path)) bad("energy.table", "energy table '" + path + "' does not exist");
-      const energy::Table t = load_energy_table(path);  // its own errors name the table's file
-      if (g.energy.voltage_v > 0 && g.energy.voltage_v <= t.threshold_voltage)
-        bad("energy.voltage", "is at or below the table's threshold voltage");
-    }
+    if (g.energy.voltage_v > 0 && has_energy_table(cfg) && load_energy_table(energy_table_path(cfg)).kind == "gpu" &&
+        g.energy.voltage_v <= load_energy_table(energy_table_path(cfg)).threshold_voltage)
+      bad("energy.voltage", "is at or below the table's threshold voltage");
   }
 }
 
@@ -334,9 +341,20 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
   // absolute path, so that the resolved config written with a report loads anywhere.
   if (has_energy_table(out)) {
     const std::string abs = std::filesystem::absolute(energy_table_path(out)).lexically_normal().string();
-    out.chip.gpu.energy.table = abs;
+    energy_config(out.chip).table = abs;
     for (auto& e : out.entries)
       if (e.spec->key == "energy.table") e.text = abs;
+  }
+  if (has_energy_table(out)) {
+    const std::string path = energy_table_path(out);
+    auto bad_table = [&](const std::string& msg) {
+      for (const auto& e : out.entries)
+        if (e.spec->key == "energy.table") fail(e.source, "energy.table", msg);
+      throw UserError(out.file + ": key 'energy.table': " + msg);
+    };
+    if (!std::filesystem::exists(path)) bad_table("energy table '" + path + "' does not exist");
+    if (load_energy_table(path).kind != out.chip.kind)  // its own errors name the table's file
+      bad_table("'" + path + "' is an energy table for another kind of chip (its 'kind' must be " + out.chip.kind + ")");
   }
   check_consistency(out);
   return out;

@@ -33,10 +33,17 @@ energy::Table load(const std::string& path, int depth) {
   if (!fs::exists(path)) throw UserError(path + ": energy table does not exist");
   const YAML::Node root = load_yaml_file(path);
   if (!root.IsMap()) fail(yaml_loc(path, root), "", "an energy table must be a mapping");
-  const std::set<std::string> keys = {"node", "description", "base", "dynamic_scale", "nominal_voltage",
+  const std::set<std::string> keys = {"node", "kind", "description", "base", "dynamic_scale", "nominal_voltage",
                                       "static_power", "idle_power", "threshold_voltage", "alpha", "actions"};
+  std::string kind = "gpu";
+  if (const YAML::Node k = root["kind"]) {
+    if (!k.IsScalar() || (k.Scalar() != "gpu" && k.Scalar() != "accelerator"))
+      fail(yaml_loc(path, k), "kind", "expected gpu or accelerator");
+    kind = k.Scalar();
+  }
+  const std::vector<energy::ActionSpec>& list = energy::actions(kind);
   std::vector<std::string> names;
-  for (const auto& a : energy::actions()) names.push_back(a.name);
+  for (const auto& a : list) names.push_back(a.name);
   for (const auto& kv : root) {
     const std::string k = kv.first.Scalar();
     if (!keys.count(k)) {
@@ -46,12 +53,14 @@ energy::Table load(const std::string& path, int depth) {
   }
   energy::Table t;
   t.file = path;
+  t.kind = kind;
   bool have_static = false, have_idle = false, have_voltage = false;
   if (const YAML::Node b = root["base"]) {
     if (!b.IsScalar()) fail(yaml_loc(path, b), "base", "expected a file name");
     const fs::path base = fs::path(path).parent_path() / b.Scalar();
     t = load(base.string(), depth + 1);
     t.file = path;
+    if (t.kind != kind) fail(yaml_loc(path, b), "base", "is a table for kind '" + t.kind + "', this one for '" + kind + "'");
     have_static = have_idle = have_voltage = true;
     double scale = 1;
     if (const YAML::Node s = root["dynamic_scale"]) {
@@ -96,7 +105,7 @@ energy::Table load(const std::string& path, int depth) {
     for (const auto& kv : acts) {
       const std::string name = kv.first.Scalar();
       const energy::ActionSpec* spec = nullptr;
-      for (const auto& a : energy::actions())
+      for (const auto& a : list)
         if (a.name == name) spec = &a;
       if (!spec) {
         const std::string hint = closest_match(name, names);
@@ -108,7 +117,7 @@ energy::Table load(const std::string& path, int depth) {
     }
   }
   if (depth == 0)
-    for (const auto& a : energy::actions())
+    for (const auto& a : list)
       if (!t.joules.count(a.name))
         throw UserError(path + ": missing action 'actions." + a.name + "' (" + a.meaning + ")");
   return t;
@@ -118,10 +127,13 @@ energy::Table load(const std::string& path, int depth) {
 
 energy::Table load_energy_table(const std::string& path) { return load(path, 0); }
 
-bool has_energy_table(const LoadedConfig& cfg) { return cfg.chip.kind == "gpu" && !cfg.chip.gpu.energy.table.empty(); }
+EnergyConfig& energy_config(ChipConfig& chip) { return chip.kind == "gpu" ? chip.gpu.energy : chip.accel.energy; }
+const EnergyConfig& energy_config(const ChipConfig& chip) { return chip.kind == "gpu" ? chip.gpu.energy : chip.accel.energy; }
+
+bool has_energy_table(const LoadedConfig& cfg) { return !energy_config(cfg.chip).table.empty(); }
 
 std::string energy_table_path(const LoadedConfig& cfg) {
-  const std::string& rel = cfg.chip.gpu.energy.table;
+  const std::string& rel = energy_config(cfg.chip).table;
   if (fs::path(rel).is_absolute()) return rel;
   for (const auto& e : cfg.entries)
     if (e.spec->key == "energy.table" && !e.source.file.empty() && e.source.line > 0)

@@ -226,13 +226,25 @@ Schema make_accelerator_schema() {
       .quantity("area", &AcceleratorParams::area_m2, Dim::Area, def("0 mm^2"), between(0, 1e-2),
                 "Die area of the PE array (for reporting)")
       .integer("vsq_vector", &AcceleratorParams::vsq_vector, def("16"), between(1, 1024),
-               "Elements sharing one VS-Quant scale factor");
+               "Elements sharing one VS-Quant scale factor")
+      .integer("accum_bits", &AcceleratorParams::accum_bits, def("24"), between(8, 64),
+               "Partial-sum width in the accumulation buffer")
+      .integer("collector_depth", &AcceleratorParams::collector_depth, def("1"), between(1, 1024),
+               "K-chunks a vector unit sums in its accumulation collector, holding their weights in registers, before one accumulation-buffer update")
+      .integer("sfu_lanes", &AcceleratorParams::sfu_lanes, def("16"), between(1, 4096),
+               "Special-function operations per cycle (softmax, layernorm, GELU, requantisation)");
   section<DramParams>(s, "dram", "Off-chip DRAM interface",
                       [acc](void* w) { return &static_cast<AcceleratorConfig*>(acc(w))->dram; })
       .quantity("bandwidth", &DramParams::bandwidth, Dim::Bandwidth, required(), between(1e6, 1e15),
                 "Peak bandwidth")
       .quantity("latency", &DramParams::latency_s, Dim::Time, def("100 ns"), between(0, 1e-3), "Access latency")
       .quantity("capacity", &DramParams::capacity_bytes, Dim::Size, def("8 GiB"), between(1e6, 1e15), "Capacity");
+  section<EnergyConfig>(s, "energy", "Energy model: the per-action energy table (kind: accelerator)",
+                        [acc](void* w) { return &static_cast<AcceleratorConfig*>(acc(w))->energy; })
+      .text("table", &EnergyConfig::table, def(""),
+            "Energy table (configs/energy/<node>.yaml), relative to the file that names it; empty: no energy report")
+      .quantity("voltage", &EnergyConfig::voltage_v, Dim::Voltage, def("0 V"), between(0, 2.0),
+                "Unused for accelerators: accelerator.voltage is the operating point");
   return s;
 }
 

@@ -11,14 +11,16 @@
 
 #include "models/common/systemc.h"
 #include "sim/engine/gpu_system.h"
+#include "sim/lower/accel_lowering.h"
 #include "sim/report/report.h"
 
 namespace xpusim::engine {
 
 std::vector<lower::LoweredOp> lower_all(const config::LoadedConfig& cfg, const trace::Trace& t) {
-  if (cfg.chip.kind != "gpu")
-    throw UserError(cfg.file + ": chip kind '" + cfg.chip.kind +
-                    "' has no timing model in this build yet; it loads and describes itself (`xpusim describe --config`)");
+  if (cfg.chip.kind != "gpu") {
+    lower::lower_accelerator(cfg, t);  // throws for what the accelerator cannot run
+    return {};
+  }
   lower::Lowering lowering(cfg.chip.gpu);
   std::vector<lower::LoweredOp> out;
   out.reserve(t.ops.size());
@@ -31,6 +33,14 @@ std::vector<lower::LoweredOp> lower_all(const config::LoadedConfig& cfg, const t
 }
 
 void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult& out) {
+  if (cfg.chip.kind == "accelerator") {
+    // Ops run in trace order (the accelerator has one queue).
+    out.accel_ops = lower::lower_accelerator(cfg, t);
+    accel::Accelerator acc("accelerator", cfg.chip.accel.accelerator, cfg.chip.accel.dram, out.accel_ops);
+    sc_core::sc_start();
+    for (const auto& op : out.accel_ops) out.end_s = std::max(out.end_s, op.end_s);
+    return;
+  }
   std::vector<lower::LoweredOp> lowered = lower_all(cfg, t);
   out.ops.resize(t.ops.size());
   std::vector<KernelRun> runs(t.ops.size());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "models/accelerator/accelerator.h"
 #include "models/common/stats.h"
 #include "models/sm/kernel_run.h"
 #include "sim/config/config_loader.h"
@@ -20,7 +21,8 @@ struct OpResult {
 };
 
 struct SimResult {
-  std::vector<OpResult> ops;
+  std::vector<OpResult> ops;              // kind gpu
+  std::vector<accel::AccelOp> accel_ops;  // kind accelerator
   StatRegistry stats;
   double end_s = 0;
 };

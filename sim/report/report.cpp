@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <filesystem>
 #include <sstream>
 
@@ -100,6 +101,8 @@ void write_metrics(JsonWriter& w, const Metrics& m) {
     w.field("total_j", m.energy_j).field("dynamic_j", m.dynamic_j).field("static_j", m.static_j);
     w.field("average_power_w", m.power_w);
     w.field("tops_per_w", m.energy_j > 0 ? m.ops / m.energy_j / 1e12 : 0);
+    const double on_chip = m.energy_j - m.class_j[static_cast<int>(energy::Class::offchip_memory)];
+    w.field("tops_per_w_on_chip", on_chip > 0 ? m.ops / on_chip / 1e12 : 0);
     w.field("pj_per_op", m.ops > 0 ? m.energy_j / m.ops * 1e12 : 0);
     w.field("instructions", m.instructions);
     w.field("pj_per_instruction", m.instructions > 0 ? m.dynamic_j / m.instructions * 1e12 : 0);
@@ -141,7 +144,122 @@ std::string pct(double v) { return fmt("%.1f%%", 100 * v); }
 
 }  // namespace
 
+namespace {
+
+OpReport describe_op(const trace::Op& op) {
+  OpReport o;
+  o.name = op.name;
+  o.kind = trace::op_kind_name(op.kind);
+  o.dtype = dtype_name(op.dtype);
+  o.out_dtype = dtype_name(op.out_dtype);
+  o.shape = op.shape_text();
+  o.stream = op.stream;
+  return o;
+}
+
+void add_accel_energy(Metrics& m, const energy::AccelCounters& c, const energy::Table& t, double voltage) {
+  const energy::Breakdown b = energy::price(c, m.time_s, t, voltage);
+  m.has_energy = true;
+  m.dynamic_j = b.dynamic_j();
+  m.static_j = b.static_j;
+  m.energy_j = b.total_j();
+  m.power_w = m.time_s > 0 ? m.energy_j / m.time_s : 0;
+  for (int i = 0; i < 5; ++i) m.class_j[i] = b.class_j[i];
+  for (const auto& a : energy::actions("accelerator")) m.action_j.emplace_back(a.name, b.action_j.at(a.name));
+  m.instructions = 0;  // a dataflow array issues no instructions
+  m.ops = m.flops;
+}
+
+// The accelerator's report: the same schema, with the MAC array in the tensor-core columns and
+// its DRAM in the HBM ones.
+Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r) {
+  const AcceleratorParams& a = cfg.chip.accel.accelerator;
+  Report rep;
+  rep.version = kVersion;
+  rep.config_name = cfg.chip.name;
+  rep.config_file = cfg.file;
+  rep.trace_name = t.name;
+  rep.trace_file = t.file;
+  rep.accelerator = true;
+  rep.clock_hz = a.clock_hz;
+  rep.hbm_peak = rep.hbm_sustained = cfg.chip.accel.dram.bandwidth;
+  rep.tensor_peak_tflops = {{"int4", 2.0 * a.macs_per_cycle(4) * a.clock_hz / 1e12},
+                            {"int8", 2.0 * a.macs_per_cycle(8) * a.clock_hz / 1e12}};
+  std::unique_ptr<energy::Table> table;
+  if (config::has_energy_table(cfg)) {
+    table = std::make_unique<energy::Table>(config::load_energy_table(config::energy_table_path(cfg)));
+    rep.energy_table = std::filesystem::proximate(table->file).string();
+    rep.energy_node = table->node;
+    rep.voltage = a.voltage_v;
+    rep.nominal_voltage = table->nominal_voltage;
+    rep.max_clock_at_voltage = accelerator_max_clock(a, a.voltage_v);
+    rep.static_power = table->static_power_w * energy::static_scale(*table, a.voltage_v);
+    rep.idle_power = table->idle_power_w;
+  }
+  energy::AccelCounters total_c;
+  double total_flops = 0, total_bytes = 0, total_busy = 0, total_dram_busy = 0;
+  for (size_t i = 0; i < t.ops.size(); ++i) {
+    const trace::Op& op = t.ops[i];
+    const accel::AccelOp& x = r.accel_ops[i];
+    OpReport o = describe_op(op);
+    o.lowering = x.description;
+    o.mappings = x.gemms;
+    o.ctas = static_cast<long long>(x.tiles);
+    Metrics& m = o.m;
+    m.start_s = x.start_s;
+    m.end_s = x.end_s;
+    m.time_s = x.end_s - x.start_s;
+    m.cycles = m.time_s * a.clock_hz;
+    m.flops = 2 * x.macs > 0 ? 2 * x.macs : op.flops();
+    const double tt = m.time_s > 0 ? m.time_s : 1e-30;
+    m.tflops = m.flops / tt / 1e12;
+    m.peak_tflops = x.macs > 0 ? 2.0 * a.macs_per_cycle(x.bits) * a.clock_hz / 1e12 : 0;
+    m.fraction_of_peak = m.peak_tflops > 0 ? m.tflops / m.peak_tflops : 0;
+    m.min_bytes = op.min_bytes();
+    m.tensor_util = x.mac_cycles / a.clock_hz / tt;
+    m.simt_util = x.sfu_cycles / a.clock_hz / tt;
+    m.hbm_read_bytes = x.counters.dram_bits / 8;
+    m.hbm_bandwidth = m.hbm_read_bytes / tt;
+    m.hbm_bandwidth_util = m.hbm_bandwidth / cfg.chip.accel.dram.bandwidth;
+    m.hbm_busy = x.dram_busy_s / tt;
+    {
+      const double busiest = std::max({m.tensor_util, m.simt_util, m.hbm_busy});
+      if (busiest < 0.5) m.bound = "latency";
+      else if (busiest == m.tensor_util) m.bound = "compute (MAC array)";
+      else if (busiest == m.simt_util) m.bound = "compute (special-function units)";
+      else m.bound = "DRAM bandwidth";
+    }
+    if (table) add_accel_energy(m, x.counters, *table, a.voltage_v);
+    rep.ops.push_back(o);
+    total_c += x.counters;
+    total_flops += m.flops;
+    total_bytes += m.hbm_read_bytes;
+    total_busy += x.mac_cycles / a.clock_hz;
+    total_dram_busy += x.dram_busy_s;
+  }
+  Metrics& m = rep.total;
+  m.end_s = m.time_s = r.end_s;
+  m.cycles = m.time_s * a.clock_hz;
+  m.flops = total_flops;
+  const double tt = m.time_s > 0 ? m.time_s : 1e-30;
+  m.tflops = total_flops / tt / 1e12;
+  m.hbm_read_bytes = total_bytes;
+  m.hbm_bandwidth = total_bytes / tt;
+  m.hbm_bandwidth_util = m.hbm_bandwidth / cfg.chip.accel.dram.bandwidth;
+  m.tensor_util = total_busy / tt;
+  m.hbm_busy = total_dram_busy / tt;
+  m.bound = m.tensor_util >= m.hbm_busy ? "compute (MAC array)" : "DRAM bandwidth";
+  if (table) {
+    add_accel_energy(m, total_c, *table, a.voltage_v);
+    if (t.tokens > 0) m.joules_per_token = m.energy_j / t.tokens;
+  }
+  return rep;
+}
+
+}  // namespace
+
 Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r) {
+  if (cfg.chip.kind == "accelerator") return build_accelerator(cfg, t, r);
   const config::GpuConfig& g = cfg.chip.gpu;
   Report rep;
   rep.version = kVersion;
@@ -167,17 +285,11 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
   for (size_t i = 0; i < t.ops.size(); ++i) {
     const trace::Op& op = t.ops[i];
     const engine::OpResult& res = r.ops[i];
-    OpReport o;
-    o.name = op.name;
-    o.kind = trace::op_kind_name(op.kind);
-    o.dtype = dtype_name(op.dtype);
-    o.out_dtype = dtype_name(op.out_dtype);
-    o.shape = op.shape_text();
+    OpReport o = describe_op(op);
     o.lowering = res.lowered.program->description;
     o.ctas = static_cast<long long>(res.lowered.program->num_ctas());
     o.waves = res.lowered.waves;
     o.ctas_per_sm = res.lowered.ctas_per_sm;
-    o.stream = op.stream;
     const double peak = res.lowered.uses_tensor_cores ? tensor_peak(op.dtype, op.sparse_2_4) : rep.fp32_peak_tflops;
     const double capacity = static_cast<double>(g.sm.count) * std::max(1, res.lowered.ctas_per_sm);
     o.m = metrics(res.run.counters, res.run.submit_s, res.run.end_s, op.flops(), peak, op.min_bytes(), capacity, g);
@@ -257,6 +369,24 @@ std::string to_json(const Report& rep) {
     w.field("shape", o.shape).field("stream", static_cast<long long>(o.stream));
     w.key("lowering").begin_object().field("description", o.lowering).field("ctas", o.ctas)
         .field("ctas_per_sm", static_cast<long long>(o.ctas_per_sm)).field("waves", o.waves).end_object();
+    if (!o.mappings.empty()) {
+      w.key("mapping").begin_array();
+      for (const auto& p : o.mappings) {
+        const accel::Mapping& mp = p.mapping;
+        w.begin_object().field("gemm", p.name).field("batch", static_cast<long long>(p.shape.batch));
+        w.field("m", static_cast<long long>(p.shape.m)).field("n", static_cast<long long>(p.shape.n)).field("k", static_cast<long long>(p.shape.k));
+        w.field("dataflow", mp.weight_stationary ? "weight-stationary" : "output-stationary");
+        w.field("outer_loop", mp.n_outer ? "n" : "m");
+        w.key("global_buffer_tile").begin_object().field("m", static_cast<long long>(mp.mg)).field("n", static_cast<long long>(mp.ng))
+            .field("k", static_cast<long long>(mp.kg)).end_object();
+        w.field("pe_output_columns", static_cast<long long>(mp.np)).field("input_rows_per_weight_load", static_cast<long long>(mp.mi));
+        w.field("tiles", static_cast<long long>(mp.tiles)).field("cycles", mp.cycles);
+        w.field("dram_read_bytes", mp.dram_read_bytes).field("dram_write_bytes", mp.dram_write_bytes);
+        w.field("compulsory_dram_bytes", accel::compulsory_dram_bytes(p.shape));
+        w.end_object();
+      }
+      w.end_array();
+    }
     write_metrics(w, o.m);
     w.end_object();
   }
@@ -304,12 +434,20 @@ std::vector<std::vector<std::string>> rows(const Report& rep, size_t max_ops) {
     order.resize(max_ops);
   }
   std::vector<std::vector<std::string>> out;
-  out.push_back({"op", "kind", "dtype", "shape", "time", "TFLOP/s", "of peak", "TC util", "HBM", "L2 hit", "bound"});
+  if (rep.accelerator)
+    out.push_back({"op", "kind", "dtype", "shape", "time", "TOPS", "of peak", "MAC util", "SFU util", "DRAM", "bound"});
+  else
+    out.push_back({"op", "kind", "dtype", "shape", "time", "TFLOP/s", "of peak", "TC util", "HBM", "L2 hit", "bound"});
   for (const OpReport* o : order) {
     const Metrics& m = o->m;
-    out.push_back({o->name, o->kind, o->dtype, o->shape, units::format(m.time_s, units::Dim::Time), fmt("%.1f", m.tflops),
-                   pct(m.fraction_of_peak), pct(m.tensor_util), units::format(m.hbm_bandwidth, units::Dim::Bandwidth),
-                   pct(m.l2_hit_rate), m.bound});
+    if (rep.accelerator)
+      out.push_back({o->name, o->kind, o->dtype, o->shape, units::format(m.time_s, units::Dim::Time), fmt("%.3g", m.tflops),
+                     pct(m.fraction_of_peak), pct(m.tensor_util), pct(m.simt_util),
+                     units::format(m.hbm_bandwidth, units::Dim::Bandwidth), m.bound});
+    else
+      out.push_back({o->name, o->kind, o->dtype, o->shape, units::format(m.time_s, units::Dim::Time), fmt("%.1f", m.tflops),
+                     pct(m.fraction_of_peak), pct(m.tensor_util), units::format(m.hbm_bandwidth, units::Dim::Bandwidth),
+                     pct(m.l2_hit_rate), m.bound});
   }
   return out;
 }
@@ -317,14 +455,23 @@ std::vector<std::vector<std::string>> rows(const Report& rep, size_t max_ops) {
 std::string total_line(const Report& rep) {
   const Metrics& m = rep.total;
   std::ostringstream os;
-  os << "total: " << units::format(m.time_s, units::Dim::Time) << " (" << fmt("%.0f", m.cycles) << " cycles), "
-     << fmt("%.1f", m.tflops) << " TFLOP/s, tensor cores " << pct(m.tensor_util) << " busy, HBM "
-     << units::format(m.hbm_bandwidth, units::Dim::Bandwidth) << " (" << pct(m.hbm_bandwidth_util) << " of "
-     << units::format(rep.hbm_peak, units::Dim::Bandwidth) << " peak), L2 hit rate " << pct(m.l2_hit_rate)
-     << ", bound: " << m.bound;
-  if (m.has_energy)
-    os << "; energy " << fmt("%.4g", m.energy_j) << " J (" << fmt("%.0f", m.power_w) << " W average, "
-       << fmt("%.2f", m.energy_j > 0 ? m.ops / m.energy_j / 1e12 : 0) << " TOPS/W)";
+  os << "total: " << units::format(m.time_s, units::Dim::Time) << " (" << fmt("%.0f", m.cycles) << " cycles), ";
+  if (rep.accelerator)
+    os << fmt("%.3g", m.tflops) << " TOPS, MAC array " << pct(m.tensor_util) << " busy, DRAM "
+       << units::format(m.hbm_bandwidth, units::Dim::Bandwidth) << " (" << pct(m.hbm_bandwidth_util) << " of "
+       << units::format(rep.hbm_peak, units::Dim::Bandwidth) << ")";
+  else
+    os << fmt("%.1f", m.tflops) << " TFLOP/s, tensor cores " << pct(m.tensor_util) << " busy, HBM "
+       << units::format(m.hbm_bandwidth, units::Dim::Bandwidth) << " (" << pct(m.hbm_bandwidth_util) << " of "
+       << units::format(rep.hbm_peak, units::Dim::Bandwidth) << " peak), L2 hit rate " << pct(m.l2_hit_rate);
+  os << ", bound: " << m.bound;
+  if (m.has_energy) {
+    os << "; energy " << fmt("%.4g", m.energy_j) << " J (" << fmt(m.power_w >= 10 ? "%.0f" : "%.3g", m.power_w) << " W average, "
+       << fmt("%.2f", m.energy_j > 0 ? m.ops / m.energy_j / 1e12 : 0) << " TOPS/W";
+    const double on_chip = m.energy_j - m.class_j[static_cast<int>(energy::Class::offchip_memory)];
+    if (rep.accelerator && on_chip > 0) os << ", " << fmt("%.1f", m.ops / on_chip / 1e12) << " on chip";
+    os << ")";
+  }
   return os.str();
 }
 

@@ -42,12 +42,14 @@ struct OpReport {
   int ctas_per_sm = 0;
   int stream = 0;
   Metrics m;
+  std::vector<accel::AccelOp::Part> mappings;  // accelerator: each GEMM's chosen mapping
 };
 
 struct Report {
   std::string version;
   std::string config_name, config_file, trace_name, trace_file;
   int sms = 0;
+  bool accelerator = false;  // a dataflow accelerator: MAC array, SFUs and DRAM rather than SMs, L2 and HBM
   std::string energy_table, energy_node;
   double voltage = 0, nominal_voltage = 0, max_clock_at_voltage = 0, static_power = 0, idle_power = 0;
   double clock_hz = 0, hbm_peak = 0, hbm_sustained = 0, l2_peak = 0, fp32_peak_tflops = 0;

@@ -21,7 +21,7 @@ constexpr int64_t kMaxDim = int64_t{1} << 40;  // no single dimension beyond 2^4
 
 const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
   static const std::vector<std::pair<OpKind, std::vector<std::string>>> keys = {
-      {OpKind::gemm, {"m", "n", "k", "batch", "sparsity"}},
+      {OpKind::gemm, {"m", "n", "k", "batch", "sparsity", "input_density"}},
       {OpKind::elementwise, {"shape", "inputs", "flops_per_element"}},
       {OpKind::reduction, {"shape"}},
       {OpKind::softmax, {"shape"}},
@@ -211,6 +211,7 @@ class Parser {
             fail(cx.at(sp), path + ".sparsity", "expected \"2:4\" or none");
           o.sparse_2_4 = sp.Scalar() == "2:4";
         }
+        if (n["input_density"]) o.input_density = get_double(cx, n["input_density"], path + ".input_density", 0, 1);
         break;
       case OpKind::elementwise:
       case OpKind::reduction:

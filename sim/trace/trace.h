@@ -26,6 +26,7 @@ struct Op {
   // gemm: C[batch, m, n] = A[batch, m, k] x B[batch, k, n]; conv2d uses batch and k too.
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool sparse_2_4 = false;  // 2:4 structured sparsity on B (the weights)
+  double input_density = 1.0;  // share of non-zero elements in A (the inputs); zeros gate MACs where the chip can
   // elementwise, reduction, softmax, layernorm: the tensor's shape; row-wise ops work on the
   // last dimension.
   std::vector<int64_t> shape;

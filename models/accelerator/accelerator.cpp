@@ -1,0 +1,37 @@
+#include "models/accelerator/accelerator.h"
+
+#include <algorithm>
+
+namespace xpusim::accel {
+
+Accelerator::Accelerator(sc_core::sc_module_name name, const AcceleratorParams& a, const DramParams& d,
+                         std::vector<AccelOp>& ops)
+    : sc_module(name), a_(a), d_(d), ops_(ops), dram_(d.bandwidth) {
+  SC_THREAD(run);
+}
+
+void Accelerator::run() {
+  auto now = [] { return sc_core::sc_time_stamp().to_seconds(); };
+  auto wait_until = [&](double t) {
+    if (t > now()) sc_core::wait(sc_core::sc_time(t - now(), sc_core::SC_SEC));
+  };
+  for (AccelOp& op : ops_) {
+    op.start_s = now();
+    const double compute_s = op.tile_cycles / a_.clock_hz;
+    const auto tiles = static_cast<long long>(std::max(1.0, op.tiles));
+    const double before = dram_.busy_s();
+    double ready = dram_.reserve(now(), now(), op.tile_dram_bytes) + d_.latency_s;
+    for (long long i = 0; i < tiles; ++i) {
+      wait_until(ready);
+      // The next tile's transfer overlaps this tile's compute (double buffering).
+      if (i + 1 < tiles) ready = dram_.reserve(now(), now(), op.tile_dram_bytes) + d_.latency_s;
+      wait_until(now() + compute_s);
+      op.compute_busy_s += compute_s;
+    }
+    op.dram_busy_s = dram_.busy_s() - before;
+    op.end_s = now();
+  }
+  // Nothing more is scheduled: the simulation ends here.
+}
+
+}  // namespace xpusim::accel

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Runs one trace on several chips, each in its own number format, and prints a side-by-side
+table: time, throughput, energy, TOPS/W and where the energy goes.
+
+The default is the issue's comparison: the BERT-base encoder layer
+(traces/examples/bert-base-layer.yaml) on h100-sxm in int8 and in fp8, on b200 in fp4 and on
+magnet-int4 in int4. A run is CONFIG:FORMAT. On the GPUs the format applies to the matrix ops
+(gemm, conv2d, attention) and the other ops (layernorm, GELU, softmax) run in bf16; the
+accelerator computes every op in its format (VS-Quant int4/int8, special-function units for the
+rest). --batch N scales the token dimension (gemm m, attention batch, the first dimension of a
+shape, the trace's tokens), which is what a GPU needs to fill its SMs.
+
+Writes OUT/compare.md and OUT/compare.csv, and each run's report under OUT/RUN/.
+Usage: scripts/compare.py [--trace T] [--batch N] [--out DIR] [CONFIG:FORMAT ...]"""
+import argparse
+import csv
+import os
+import subprocess
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_RUNS = ["h100-sxm:int8", "h100-sxm:fp8", "b200:fp4", "magnet-int4:int4"]
+MATRIX_KINDS = {"gemm", "conv2d", "attention"}
+CLASSES = ["math", "instruction_overhead", "onchip_memory", "offchip_memory", "interconnect", "static"]
+
+
+def rewrite(trace, fmt, accelerator, batch):
+    t = dict(trace)
+    t["ops"] = []
+    for op in trace["ops"]:
+        o = dict(op)
+        if "dtype" in o:
+            o["dtype"] = fmt if accelerator or o["kind"] in MATRIX_KINDS else "bf16"
+        if batch > 1:
+            if o["kind"] == "gemm":
+                o["m"] = o["m"] * batch
+            elif o["kind"] == "attention":
+                o["batch"] = o.get("batch", 1) * batch
+            elif "shape" in o:
+                o["shape"] = [o["shape"][0] * batch] + list(o["shape"][1:])
+            else:
+                sys.exit(f"--batch: do not know how to scale op '{o['name']}' of kind {o['kind']}")
+        t["ops"].append(o)
+    if batch > 1:
+        t["name"] = f"{trace['name']}-b{batch}"
+        if "tokens" in t:
+            t["tokens"] = t["tokens"] * batch
+    return t
+
+
+def run(xpusim, config, trace_file, out):
+    cmd = [xpusim, "run", "-q", "-c", config, "-t", trace_file, "-o", out]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    import json
+    return json.load(open(os.path.join(out, "report.json")))
+
+
+def si(v, unit):
+    for scale, prefix in [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m"), (1e-6, "u"), (1e-9, "n")]:
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {prefix}{unit}"
+    return f"{v:.3g} {unit}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="*", default=DEFAULT_RUNS, help="CONFIG:FORMAT, CONFIG a name in configs/ or a path")
+    ap.add_argument("--trace", default=os.path.join(ROOT, "traces/examples/bert-base-layer.yaml"))
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--out", default="compare-out")
+    ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
+    args = ap.parse_args()
+    if args.batch < 1:
+        sys.exit("--batch must be at least 1")
+    trace = yaml.safe_load(open(args.trace))
+    os.makedirs(args.out, exist_ok=True)
+    rows = []
+    for spec in args.runs:
+        if ":" not in spec:
+            sys.exit(f"run '{spec}': expected CONFIG:FORMAT, e.g. h100-sxm:fp8")
+        name, fmt = spec.rsplit(":", 1)
+        config = name if name.endswith(".yaml") else os.path.join(ROOT, "configs", name + ".yaml")
+        if not os.path.exists(config):
+            sys.exit(f"run '{spec}': no config {config}")
+        accelerator = yaml.safe_load(open(config)).get("kind") == "accelerator"
+        label = f"{os.path.basename(config)[:-5]}-{fmt}"
+        out = os.path.join(args.out, label)
+        os.makedirs(out, exist_ok=True)
+        tfile = os.path.join(out, "trace.yaml")
+        with open(tfile, "w") as f:
+            yaml.safe_dump(rewrite(trace, fmt, accelerator, args.batch), f, sort_keys=False)
+        rep = run(args.xpusim, config, tfile, out)
+        m = rep["total"]
+        e = m.get("energy", {})
+        tokens = rep["trace"].get("tokens", 0) or trace.get("tokens", 0) * args.batch
+        row = {"run": label, "config": rep["config"]["name"], "format": fmt, "time_s": m["time_s"],
+               "tflops": m["tflops"], "bound": m["bound"], "energy_j": e.get("total_j", 0),
+               "power_w": e.get("average_power_w", 0), "tops_per_w": e.get("tops_per_w", 0),
+               "tops_per_w_on_chip": e.get("tops_per_w_on_chip", 0),
+               "tokens_per_s": tokens / m["time_s"] if tokens else 0,
+               "joules_per_token": e.get("joules_per_token", 0)}
+        total = e.get("total_j", 0) or 1
+        for c in CLASSES:
+            row[c + "_share"] = e.get("classes", {}).get(c, 0) / total
+        rows.append(row)
+        print(f"ran {label}: {si(row['time_s'], 's')}, {si(row['energy_j'], 'J')}", file=sys.stderr)
+
+    with open(os.path.join(args.out, "compare.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    base = rows[-1]
+    lines = [f"# {trace['name']}" + (f" x batch {args.batch}" if args.batch > 1 else ""), "",
+             "| run | time | TOPS | bound | energy | J/token | power | TOPS/W | TOPS/W on chip "
+             f"| time vs {base['run']} | TOPS/W vs {base['run']} |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['run']} | {si(r['time_s'], 's')} | {r['tflops']:.3g} | {r['bound']} | {si(r['energy_j'], 'J')} "
+                     f"| {si(r['joules_per_token'], 'J')} | {si(r['power_w'], 'W')} | {r['tops_per_w']:.3g} "
+                     f"| {r['tops_per_w_on_chip']:.3g} | {r['time_s'] / base['time_s']:.3g}x "
+                     f"| {r['tops_per_w'] / base['tops_per_w'] if base['tops_per_w'] else 0:.3g}x |")
+    lines += ["", "Where the energy goes (share of each run's joules):", "",
+              "| run | " + " | ".join(c.replace("_", " ") for c in CLASSES) + " |",
+              "|---|" + "---|" * len(CLASSES)]
+    for r in rows:
+        lines.append(f"| {r['run']} | " + " | ".join(f"{100 * r[c + '_share']:.1f}%" for c in CLASSES) + " |")
+    text = "\n".join(lines) + "\n"
+    open(os.path.join(args.out, "compare.md"), "w").write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
