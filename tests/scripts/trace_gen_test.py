@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""The transformer trace generator: FLOPs of the generated GEMMs equal the closed-form counts of
+the model card, and bad input is refused with a message. Run by ctest (scripts.trace_gen)."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GEN = os.path.join(ROOT, "scripts", "xpusim-trace.py")
+
+
+def generate(*args):
+    r = subprocess.run([sys.executable, GEN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+def gemm_flops(trace):
+    total = 0
+    for op in trace["ops"]:
+        reps, ops = (op["repeat"], op["ops"]) if "repeat" in op else (1, [op])
+        for o in ops:
+            if o["kind"] == "gemm":
+                total += reps * 2 * o.get("batch", 1) * o["m"] * o["n"] * o["k"]
+    return total
+
+
+def card(name):
+    return yaml.safe_load(open(os.path.join(ROOT, "configs", "models", name + ".yaml")))
+
+
+class TraceGen(unittest.TestCase):
+    def test_decode_flops_are_two_per_parameter_per_token(self):
+        for name in ["llama-2-70b", "llama-2-7b", "llama-3-8b", "gpt-3-175b"]:
+            c = card(name)
+            d = c["hidden"] // c["heads"]
+            per_layer = (c["hidden"] * (c["heads"] + 2 * c["kv_heads"]) * d + c["heads"] * d * c["hidden"]
+                         + c["hidden"] * c["ffn"] * (3 if c["gated"] else 2))
+            params = c["layers"] * per_layer + c["hidden"] * c["vocab"]  # LM head; embeddings do no math
+            for batch in [1, 8]:
+                rc, out, err = generate(os.path.join(ROOT, "configs/models", name + ".yaml"), "--phase", "decode",
+                                        "--batch", str(batch), "--attention", "fused")
+                self.assertEqual(rc, 0, err)
+                # Fused attention is its own op, so the GEMMs are exactly the parameters' work.
+                self.assertEqual(gemm_flops(yaml.safe_load(out)), 2 * params * batch, name)
+
+    def test_moe_decode_touches_top_k_experts_per_token(self):
+        c = card("mixtral-8x7b")
+        rc, out, err = generate(os.path.join(ROOT, "configs/models/mixtral-8x7b.yaml"), "--phase", "decode")
+        self.assertEqual(rc, 0, err)
+        t = yaml.safe_load(out)
+        up = next(o for o in t["ops"][0]["ops"] if o["name"] == "expert_up")
+        self.assertEqual(up["batch"] * up["m"], c["top_k"])  # batch 1: two experts, one token each
+
+    def test_unfused_attention_adds_the_score_gemms(self):
+        base = ["--phase", "prefill", "--prompt", "128", "--layers", "1"]
+        m = os.path.join(ROOT, "configs/models/llama-2-7b.yaml")
+        _, fused, _ = generate(m, *base)
+        _, unfused, _ = generate(m, *base, "--attention", "unfused")
+        c = card("llama-2-7b")
+        extra = 2 * 2 * c["heads"] * 128 * 128 * (c["hidden"] // c["heads"])  # QK^T and PV, full matrix
+        self.assertEqual(gemm_flops(yaml.safe_load(unfused)) - gemm_flops(yaml.safe_load(fused)), extra)
+
+    def test_bad_input_is_refused(self):
+        m = os.path.join(ROOT, "configs/models/llama-2-7b.yaml")
+        rc, _, err = generate(m, "--phase", "decode", "--weights", "fp9")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("unknown format", err)
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write("layers: 2\nhidden: 64\nheads: 3\nkv_heads: 2\nffn: 128\nvocab: 10\n")
+        rc, _, err = generate(f.name, "--phase", "decode")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("multiple of kv_heads", err)
+        with open(f.name, "w") as g:
+            g.write("layers: 2\nhiden: 64\n")
+        rc, _, err = generate(f.name, "--phase", "decode")
+        self.assertIn("unknown key 'hiden'", err)
+        rc, _, err = generate(os.path.join(ROOT, "configs/models/bert-large.yaml"), "--phase", "decode")
+        self.assertIn("no decode phase", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
