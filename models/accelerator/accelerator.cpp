@@ -20,11 +20,13 @@ void Accelerator::run() {
     const double compute_s = op.tile_cycles / a_.clock_hz;
     const auto tiles = static_cast<long long>(std::max(1.0, op.tiles));
     const double before = dram_.busy_s();
-    double ready = dram_.reserve(now(), now(), op.tile_dram_bytes) + d_.latency_s;
+    // A tile with nothing to move (a timed gap) does not wait for DRAM.
+    auto fetch = [&] { return op.tile_dram_bytes > 0 ? dram_.reserve(now(), now(), op.tile_dram_bytes) + d_.latency_s : now(); };
+    double ready = fetch();
     for (long long i = 0; i < tiles; ++i) {
       wait_until(ready);
       // The next tile's transfer overlaps this tile's compute (double buffering).
-      if (i + 1 < tiles) ready = dram_.reserve(now(), now(), op.tile_dram_bytes) + d_.latency_s;
+      if (i + 1 < tiles) ready = fetch();
       wait_until(now() + compute_s);
       op.compute_busy_s += compute_s;
     }

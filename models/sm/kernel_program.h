@@ -34,6 +34,7 @@ struct StepWork {
   double instr_mma = 0;    // warp-level instructions issued, by class
   double instr_simt = 0;
   double instr_mem = 0;
+  double fixed_s = 0;      // the step takes at least this long (a timed gap of known duration)
 
   void clear() { *this = StepWork{}; }
 };

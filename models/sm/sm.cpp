@@ -133,6 +133,7 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   OpCounters& c = k->counters;
   double end = tensor_core_.execute(now, w.tensor_macs, w.tensor_dtype, w.tensor_sparse, c);
+  end = std::max(end, now + w.fixed_s);
 
   // Data landing in shared memory takes the banks' bandwidth. Tensor-core operand reads are
   // counted but not timed here: their path to the banks is wider than the load/store path and

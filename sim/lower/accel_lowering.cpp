@@ -126,6 +126,13 @@ std::vector<accel::AccelOp> lower_accelerator(const config::LoadedConfig& cfg, c
         out.push_back(sfu_op(static_cast<double>(op.elements()), per, op.min_bytes(), cfg, trace::op_kind_name(op.kind)));
         break;
       }
+      case OpKind::delay: {
+        accel::AccelOp o;
+        o.description = "timed gap";
+        o.tile_cycles = std::ceil(op.duration_s * cfg.chip.accel.accelerator.clock_hz);
+        out.push_back(o);
+        break;
+      }
       default:
         throw UserError(op.loc.str() + ": op '" + op.name + "': kind " + trace::op_kind_name(op.kind) +
                         " is a GPU microbenchmark; the accelerator does not run it");

@@ -346,6 +346,16 @@ class InstructionLoopProgram : public KernelProgram {
   void epilogue(uint64_t, StepWork&) const override {}
 };
 
+// Delay: one CTA busy for a known time (an imported kernel the trace does not describe).
+class DelayProgram : public KernelProgram {
+ public:
+  double duration_s = 0;
+  uint64_t num_ctas() const override { return 1; }
+  uint32_t steps(uint64_t) const override { return 1; }
+  void step(uint64_t, uint32_t, StepWork& w) const override { w.fixed_s = duration_s; }
+  void epilogue(uint64_t, StepWork&) const override {}
+};
+
 // Strided read: a grid-stride loop in which each thread reads `access` bytes every `stride`
 // bytes; `passes` sweeps over the footprint, the ones after the first timed.
 class StridedReadProgram : public KernelProgram {
@@ -430,6 +440,14 @@ LoweredOp Lowering::lower(const Op& op) {
     case OpKind::pointer_chase:
     case OpKind::strided_read:
     case OpKind::instruction_loop: return microbenchmark(op);
+    case OpKind::delay: {
+      auto p = std::make_shared<DelayProgram>();
+      p->duration_s = op.duration_s;
+      p->stages = 1;
+      p->resources = CtaResources{32, 32 * 32, 0};
+      p->description = "timed gap of " + units::format(op.duration_s, units::Dim::Time);
+      return finish(p, false);
+    }
     default: return streaming(op);
   }
 }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "sim/config/config_loader.h"
+#include "sim/config/units.h"
 #include "sim/config/yaml_util.h"
 
 namespace xpusim::trace {
@@ -31,6 +32,7 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
       {OpKind::pointer_chase, {"footprint", "stride", "loads", "warmup"}},
       {OpKind::strided_read, {"footprint", "stride", "access", "passes"}},
       {OpKind::instruction_loop, {"instruction", "count", "warps", "macs_per_instruction"}},
+      {OpKind::delay, {"duration"}},
   };
   return keys;
 }
@@ -279,6 +281,17 @@ class Parser {
         if (o.stride > o.footprint) fail(cx.at(n), path + ".stride", "must not exceed the footprint");
         if (o.passes > 1000) fail(cx.at(n), path + ".passes", "at most 1000 passes");
         break;
+      case OpKind::delay: {
+        const YAML::Node d = need("duration");
+        if (!d.IsScalar()) fail(cx.at(d), path + ".duration", "expected a time, e.g. 12.5 us");
+        try {
+          o.duration_s = units::parse(d.Scalar(), units::Dim::Time).value;
+        } catch (const std::invalid_argument& e) {
+          fail(cx.at(d), path + ".duration", e.what());
+        }
+        if (!(o.duration_s >= 0 && o.duration_s <= 3600)) fail(cx.at(d), path + ".duration", "must be between 0 s and 1 h");
+        break;
+      }
       case OpKind::instruction_loop: {
         const YAML::Node in = need("instruction");
         const std::vector<std::string> kinds = {"ffma", "hfma", "hdp4a", "hmma", "imma"};
@@ -363,6 +376,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::pointer_chase: return "pointer_chase";
     case OpKind::strided_read: return "strided_read";
     case OpKind::instruction_loop: return "instruction_loop";
+    case OpKind::delay: return "delay";
   }
   return "?";
 }
@@ -410,7 +424,8 @@ double Op::flops() const {
       return 2.0 * b * static_cast<double>(conv_p() * conv_q()) * static_cast<double>(k) *
              static_cast<double>(c * r * s);
     case OpKind::pointer_chase:
-    case OpKind::strided_read: return 0;
+    case OpKind::strided_read:
+    case OpKind::delay: return 0;
     case OpKind::instruction_loop: {
       const double n = static_cast<double>(count) * static_cast<double>(warps);
       if (instruction == "hmma" || instruction == "imma") return 2.0 * n * static_cast<double>(macs_per_instruction);
@@ -441,7 +456,8 @@ double Op::min_bytes() const {
              b * static_cast<double>(conv_p() * conv_q() * k) * eo;
     case OpKind::pointer_chase: return static_cast<double>(footprint / stride) * 8.0;  // one pointer per element
     case OpKind::strided_read: return static_cast<double>(footprint / stride) * static_cast<double>(access);
-    case OpKind::instruction_loop: return 0;
+    case OpKind::instruction_loop:
+    case OpKind::delay: return 0;
   }
   return 0;
 }
@@ -461,6 +477,7 @@ std::string Op::shape_text() const {
       return "footprint " + std::to_string(footprint) + " stride " + std::to_string(stride) + " loads " + std::to_string(loads) + (warmup ? "" : " cold");
  case OpKind::instruction_loop:
       return std::to_string(warps) + " warps x " + std::to_string(count) + " " + instruction;
+    case OpKind::delay: return units::format(duration_s, units::Dim::Time);
     case OpKind::strided_read:
       return "footprint " + std::to_string(footprint) + " access " + std::to_string(access) + " stride " +
              std::to_string(stride) + (passes > 1 ? " passes " + std::to_string(passes) : "");

@@ -10,7 +10,7 @@
 
 namespace xpusim::trace {
 
-enum class OpKind { gemm, elementwise, reduction, softmax, layernorm, attention, conv2d, pointer_chase, strided_read, instruction_loop };
+enum class OpKind { gemm, elementwise, reduction, softmax, layernorm, attention, conv2d, pointer_chase, strided_read, instruction_loop, delay };
 const char* op_kind_name(OpKind k);
 
 struct Op {
@@ -49,6 +49,9 @@ struct Op {
   // hdp4a, hmma, imma); an MMA instruction does `macs_per_instruction` MACs.
   std::string instruction;
   int64_t count = 0, warps = 0, macs_per_instruction = 0;
+  // delay: the device is busy for `duration_s` doing work the trace does not describe (an
+  // imported kernel of unknown kind, kept as a timed gap).
+  double duration_s = 0;
 
   int64_t elements() const;  // elementwise/row-wise: product of shape
   int64_t rows() const;      // product of all but the last dimension

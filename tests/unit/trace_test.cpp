@@ -92,3 +92,20 @@ TEST_CASE("trace errors name file, line, column and key", "[trace][errors]") {
   CHECK_THAT(trace_error("xpusim_trace: 1\nops: []\n"), Catch::Contains("trace has no ops"));
   CHECK_THAT(trace_error("xpusim_trace: 1\nops:\n  - 42\n"), Catch::Contains("must be a mapping"));
 }
+
+TEST_CASE("a delay op takes its duration, with units, and nothing else", "[trace][sim]") {
+  const auto t = trace::load_trace(temp_file(kHead + "  - {name: gap, kind: delay, duration: 12.5 us}\n"));
+  REQUIRE(t.ops.size() == 1);
+  CHECK(t.ops[0].duration_s == Approx(12.5e-6));
+  CHECK(t.ops[0].flops() == 0);
+  CHECK(t.ops[0].min_bytes() == 0);
+  CHECK_THAT(trace_error(kHead + "  - {name: gap, kind: delay, duration: 3 furlongs}\n"),
+             Catch::Contains("ops[0].duration") && Catch::Contains("unknown unit"));
+  CHECK_THAT(trace_error(kHead + "  - {name: gap, kind: delay}\n"), Catch::Contains("duration"));
+  const YAML::Node r = xpusim::testing::simulate(xpusim::testing::source_path("configs/h100-sxm.yaml"),
+                                                 kHead + "  - {name: gap, kind: delay, duration: 12.5 us}\n");
+  CHECK(r["ops"][0]["time_s"].as<double>() == Approx(12.5e-6).epsilon(1e-3));
+  const YAML::Node a = xpusim::testing::simulate(xpusim::testing::source_path("configs/magnet-int4.yaml"),
+                                                 kHead + "  - {name: gap, kind: delay, duration: 12.5 us}\n");
+  CHECK(a["ops"][0]["time_s"].as<double>() == Approx(12.5e-6).epsilon(1e-3));
+}
