@@ -64,6 +64,41 @@ class TraceGen(unittest.TestCase):
         extra = 2 * 2 * c["heads"] * 128 * 128 * (c["hidden"] // c["heads"])  # QK^T and PV, full matrix
         self.assertEqual(gemm_flops(yaml.safe_load(unfused)) - gemm_flops(yaml.safe_load(fused)), extra)
 
+    def test_resnet50_has_its_published_work(self):
+        rc, out, err = generate(os.path.join(ROOT, "configs/models/resnet-50.yaml"), "--batch", "2")
+        self.assertEqual(rc, 0, err)
+        t = yaml.safe_load(out)
+        macs = 0
+        convs = [o for o in t["ops"] if o["kind"] == "conv2d"]
+        for o in convs:
+            st, pad = o.get("stride", 1), o.get("pad", 0)
+            p = (o["h"] + 2 * pad - o["r"]) // st + 1
+            q = (o["w"] + 2 * pad - o["s"]) // st + 1
+            macs += o["batch"] * p * q * o["k"] * o["c"] * o["r"] * o["s"]
+        macs += sum(o["m"] * o["n"] * o["k"] for o in t["ops"] if o["kind"] == "gemm")
+        self.assertEqual(len(convs), 1 + 3 * 16 + 4)  # stem, 16 bottlenecks of 3, 4 downsamples
+        # About 4.1 GMACs per 224x224 image (He et al. 2016; torchvision lists 4.09 G).
+        self.assertAlmostEqual(macs / 2 / 4.09e9, 1.0, delta=0.01)
+
+    def test_training_gemms_are_three_times_the_forward(self):
+        m = os.path.join(ROOT, "configs/models/llama-2-7b.yaml")
+        args = ["--batch", "2", "--prompt", "256", "--layers", "2"]
+        _, fwd, _ = generate(m, "--phase", "prefill", *args)
+        rc, train, err = generate(m, "--phase", "train", *args)
+        self.assertEqual(rc, 0, err)
+        t = yaml.safe_load(train)
+        self.assertNotIn("&id", train)  # no YAML anchors
+        f = yaml.safe_load(fwd)
+        f["ops"] = f["ops"][:1]  # the layers, without the LM head of inference
+        attn_bwd = sum(2 * o["batch"] * o["m"] * o["n"] * o["k"] for o in t["ops"][1]["ops"]
+                       if o["name"].startswith("attn_d") and o["kind"] == "gemm") * 2
+        self.assertEqual(gemm_flops(t) - attn_bwd, 3 * gemm_flops(f))
+        adam = t["ops"][2]
+        c = card("llama-2-7b")
+        per_layer = (c["hidden"] * (c["heads"] + 2 * c["kv_heads"]) * 128 + c["heads"] * 128 * c["hidden"]
+                     + 3 * c["hidden"] * c["ffn"])
+        self.assertEqual(adam["shape"], [2 * per_layer])
+
     def test_bad_input_is_refused(self):
         m = os.path.join(ROOT, "configs/models/llama-2-7b.yaml")
         rc, _, err = generate(m, "--phase", "decode", "--weights", "fp9")

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""One decode step of a Llama-2-7B-shaped model (random fp16 weights: 32 layers, hidden 4096,
+32 heads, SwiGLU 11008, vocabulary 32000) with a KV cache of `context` tokens, timed from a
+CUDA graph: the per-token latency the GPU itself allows, for comparison with
+`scripts/xpusim-trace.py configs/models/llama-2-7b.yaml --phase decode`.
+Usage: python3 decode_step.py OUT.csv [batch ...]"""
+import csv
+import sys
+
+import torch
+import torch.nn.functional as F
+
+L, D, H, FF, V, DH = 32, 4096, 32, 11008, 32000, 128
+dev, dt = torch.device("cuda"), torch.float16
+
+
+def rms(x, w):
+    return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(x.dtype) * w
+
+
+def main(out, batches, context=2048):
+    torch.manual_seed(0)
+    W = [dict(qkv=torch.randn(3 * D, D, device=dev, dtype=dt) * 0.01, o=torch.randn(D, D, device=dev, dtype=dt) * 0.01,
+              gu=torch.randn(2 * FF, D, device=dev, dtype=dt) * 0.01, dn=torch.randn(D, FF, device=dev, dtype=dt) * 0.01,
+              n1=torch.ones(D, device=dev, dtype=dt), n2=torch.ones(D, device=dev, dtype=dt)) for _ in range(L)]
+    head = torch.randn(V, D, device=dev, dtype=dt) * 0.01
+    rows = []
+    for B in batches:
+        kc = [torch.randn(B, H, context, DH, device=dev, dtype=dt) for _ in range(L)]
+        vc = [torch.randn(B, H, context, DH, device=dev, dtype=dt) for _ in range(L)]
+        x0 = torch.randn(B, 1, D, device=dev, dtype=dt)
+
+        def step():
+            x = x0
+            for l in range(L):
+                w = W[l]
+                q, k, v = F.linear(rms(x, w["n1"]), w["qkv"]).view(B, 1, 3, H, DH).permute(2, 0, 3, 1, 4)
+                kc[l][:, :, -1:] = k  # write the new token's K and V into the cache
+                vc[l][:, :, -1:] = v
+                a = F.scaled_dot_product_attention(q, kc[l], vc[l]).transpose(1, 2).reshape(B, 1, D)
+                x = x + F.linear(a, w["o"])
+                g, u = F.linear(rms(x, w["n2"]), w["gu"]).chunk(2, dim=-1)
+                x = x + F.linear(F.silu(g) * u, w["dn"])
+            return F.linear(x, head)
+
+        with torch.no_grad():
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    step()
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                step()
+            for _ in range(3):
+                g.replay()
+            torch.cuda.synchronize()
+            times = []
+            for _ in range(20):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                g.replay()
+                b.record()
+                b.synchronize()
+                times.append(a.elapsed_time(b) / 1e3)
+        weights = sum(t.numel() for w in W for t in w.values()) * 2 + head.numel() * 2
+        kv = 2 * L * B * H * context * DH * 2
+        rows.append({"model": "llama-2-7b shape, fp16", "batch": B, "context": context, "best_s": min(times),
+                     "median_s": sorted(times)[len(times) // 2], "weight_bytes": weights, "kv_bytes": kv})
+        print(rows[-1], flush=True)
+        del kc, vc
+        torch.cuda.empty_cache()
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], [int(b) for b in sys.argv[2:]] or [1, 32])
