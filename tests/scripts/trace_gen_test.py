@@ -47,6 +47,31 @@ class TraceGen(unittest.TestCase):
                 # Fused attention is its own op, so the GEMMs are exactly the parameters' work.
                 self.assertEqual(gemm_flops(yaml.safe_load(out)), 2 * params * batch, name)
 
+    def test_decode_bytes_are_the_weights_and_the_kv_cache(self):
+        # Weights read by the GEMMs, and K/V read by attention, match the closed form in each format.
+        c = card("llama-2-70b")
+        d = c["hidden"] // c["heads"]
+        params = c["layers"] * (c["hidden"] * (c["heads"] + 2 * c["kv_heads"]) * d + c["heads"] * d * c["hidden"]
+                                + 3 * c["hidden"] * c["ffn"]) + c["hidden"] * c["vocab"]
+        for fmt, size in [("bf16", 2), ("fp8", 1)]:
+            for batch, ctx in [(1, 2048), (32, 4096)]:
+                rc, out, err = generate(os.path.join(ROOT, "configs/models/llama-2-70b.yaml"), "--phase", "decode",
+                                        "--batch", str(batch), "--context", str(ctx), "--weights", fmt, "--kv", fmt)
+                self.assertEqual(rc, 0, err)
+                t = yaml.safe_load(out)
+                weights = kv = 0
+                for op in t["ops"]:
+                    reps, ops = (op["repeat"], op["ops"]) if "repeat" in op else (1, [op])
+                    for o in ops:
+                        sz = {"bf16": 2, "fp8": 1}[o["dtype"]]
+                        if o["kind"] == "gemm":
+                            weights += reps * o.get("batch", 1) * o["k"] * o["n"] * sz
+                        if o["kind"] == "attention":
+                            self.assertEqual((o["seq_q"], o["seq_kv"], o["kv_heads"]), (1, ctx, c["kv_heads"]))
+                            kv += reps * o["batch"] * 2 * o["seq_kv"] * o["kv_heads"] * o["head_dim"] * sz
+                self.assertEqual(weights, params * size)
+                self.assertEqual(kv, c["layers"] * batch * 2 * ctx * c["kv_heads"] * d * size)
+
     def test_moe_decode_touches_top_k_experts_per_token(self):
         c = card("mixtral-8x7b")
         rc, out, err = generate(os.path.join(ROOT, "configs/models/mixtral-8x7b.yaml"), "--phase", "decode")
