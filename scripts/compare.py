@@ -14,6 +14,7 @@ Writes OUT/compare.md and OUT/compare.csv, and each run's report under OUT/RUN/.
 Usage: scripts/compare.py [--trace T] [--batch N] [--out DIR] [CONFIG:FORMAT ...]"""
 import argparse
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -55,7 +56,6 @@ def run(xpusim, config, trace_file, out):
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
-    import json
     return json.load(open(os.path.join(out, "report.json")))
 
 

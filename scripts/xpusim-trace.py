@@ -273,16 +273,12 @@ def main():
     if c.get("family") != "resnet" and a.phase is None:
         fail("--phase prefill, decode or train is required for a transformer")
     if c.get("family") == "resnet":
-        text = dump(build_resnet(c, a))
-        if a.out == "-":
-            sys.stdout.write(text)
-        else:
-            with open(a.out, "w") as f:
-                f.write(text)
-        return
-    if c["encoder"] and a.phase == "decode":
+        trace = build_resnet(c, a)
+    elif c["encoder"] and a.phase == "decode":
         fail(f"{a.model}: an encoder has no decode phase")
-    text = dump(build(c, a))
+    else:
+        trace = build(c, a)
+    text = dump(trace)
     if a.out == "-":
         sys.stdout.write(text)
     else:

@@ -31,7 +31,7 @@ struct AccelOp {
   };
   std::vector<Part> gemms;      // the GEMMs in this op with their chosen mappings
   // results
-  double start_s = 0, end_s = 0, compute_busy_s = 0, dram_busy_s = 0;
+  double start_s = 0, end_s = 0, dram_busy_s = 0;
 };
 
 class Accelerator : public sc_core::sc_module {

@@ -65,14 +65,18 @@ Mapping map_gemm(const GemmShape& g, const AcceleratorParams& a, const DramParam
             m.ng = ng;
             m.kg = kg;
             m.np = div_up(ng, P);
-            // Input rows resident per loaded weight vector: as many as the buffers allow.
-            int64_t mi = 1;
-            if (ws)
-              while (mi * 2 <= mg && 2.0 * static_cast<double>(mi * 2 * kg) * b <= a.input_buffer_bytes &&
-                     static_cast<double>(mi * 2 * m.np) * acc / 8 <= a.accum_buffer_bytes)
-                mi *= 2;
-            m.mi = mi;
+            m.mi = 1;
             if (!fits(m, g, a)) continue;
+            // Input rows resident per loaded weight vector: as many as the buffers allow.
+            if (ws)
+              while (m.mi * 2 <= mg) {
+                m.mi *= 2;
+                if (!fits(m, g, a)) {
+                  m.mi /= 2;
+                  break;
+                }
+              }
+            const int64_t mi = m.mi;
             const int64_t tm = div_up(g.m, mg), tn = div_up(g.n, ng), tk = div_up(g.k, kg);
             m.tiles = g.batch * tm * tn * tk;
             m.cycles = static_cast<double>(m.tiles) * static_cast<double>(mg * div_up(m.np, V) * div_up(kg, we));

@@ -10,6 +10,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from gpu_microbench import graph_of
+
 L, D, H, FF, V, DH = 32, 4096, 32, 11008, 32000, 128
 dev, dt = torch.device("cuda"), torch.float16
 
@@ -44,15 +46,7 @@ def main(out, batches, context=2048):
             return F.linear(x, head)
 
         with torch.no_grad():
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(3):
-                    step()
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                step()
+            g = graph_of(step, 1)
             for _ in range(3):
                 g.replay()
             torch.cuda.synchronize()

@@ -48,6 +48,26 @@ def graph_of(fn, reps):
     return g
 
 
+def gemm_fn(dtype, m, n, k):
+    """A callable running one m x n x k GEMM in `dtype` the way PyTorch users do: torch.mm
+    (bf16, fp16, tf32 with allow_tf32, fp32), torch._scaled_mm (fp8 e4m3, column-major B, bf16
+    out), torch._int_mm (int8)."""
+    if dtype in ("bf16", "fp16", "fp32", "tf32"):
+        dt = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(dtype, torch.float32)
+        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        a = torch.randn(m, k, device=dev, dtype=dt)
+        b = torch.randn(k, n, device=dev, dtype=dt)
+        return lambda: torch.mm(a, b)
+    if dtype == "fp8":
+        a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()  # column-major B
+        one = torch.tensor(1.0, device=dev)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    a = torch.randint(-8, 8, (m, k), device=dev, dtype=torch.int8)
+    b = torch.randint(-8, 8, (n, k), device=dev, dtype=torch.int8).t()
+    return lambda: torch._int_mm(a, b)
+
+
 def gemm_rows():
     rows = []
     sizes = [256, 512, 1024, 2048, 4096, 8192, 16384]
@@ -55,21 +75,7 @@ def gemm_rows():
         for s in sizes:
             m = n = k = s
             try:
-                if dtype in ("bf16", "fp16", "fp32", "tf32"):
-                    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(dtype, torch.float32)
-                    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
-                    a = torch.randn(m, k, device=dev, dtype=dt)
-                    b = torch.randn(k, n, device=dev, dtype=dt)
-                    fn = lambda: torch.mm(a, b)
-                elif dtype == "fp8":
-                    a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
-                    b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()  # column-major B
-                    one = torch.tensor(1.0, device=dev)
-                    fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-                else:
-                    a = torch.randint(-8, 8, (m, k), device=dev, dtype=torch.int8)
-                    b = torch.randint(-8, 8, (n, k), device=dev, dtype=torch.int8).t()
-                    fn = lambda: torch._int_mm(a, b)
+                fn = gemm_fn(dtype, m, n, k)
                 # Kernels back to back from a CUDA graph: GPU time, not the launch rate of Python.
                 reps = 20 if s <= 4096 else 3
                 g = graph_of(fn, reps)
@@ -141,15 +147,7 @@ def bert_rows():
             rows.append({"workload": "bert-base layer fp16 seq128", "mode": "eager", "batch": batch, "best_s": best,
                          "mean_s": mean, "tflops_best": flops / best / 1e12})
             print(rows[-1], flush=True)
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(3):
-                    layer(x)
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                layer(x)
+            g = graph_of(lambda: layer(x), 1)
             reps = 20  # replays per timed call, so launch of the graph itself is amortised
             best, mean = timed(lambda: [g.replay() for _ in range(reps)])
             rows.append({"workload": "bert-base layer fp16 seq128", "mode": "cuda graph", "batch": batch,
@@ -166,19 +164,7 @@ def power_rows():
     m = n = k = 8192
     for dtype in ["bf16", "fp8", "int8"]:
         try:
-            if dtype == "bf16":
-                a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-                b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
-                fn = lambda: torch.mm(a, b)
-            elif dtype == "fp8":
-                a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
-                b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()
-                one = torch.tensor(1.0, device=dev)
-                fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-            else:
-                a = torch.randint(-8, 8, (m, k), device=dev, dtype=torch.int8)
-                b = torch.randint(-8, 8, (n, k), device=dev, dtype=torch.int8).t()
-                fn = lambda: torch._int_mm(a, b)
+            fn = gemm_fn(dtype, m, n, k)
             for _ in range(5):
                 fn()
             torch.cuda.synchronize()

@@ -214,13 +214,30 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 
 namespace {
 
+// An error at the place `key` got its value (its file and line, or the top-level file).
+[[noreturn]] void fail_at_key(const LoadedConfig& cfg, const std::string& key, const std::string& msg) {
+  for (const auto& e : cfg.entries)
+    if (e.spec->key == key) fail(e.source, key, msg);
+  throw UserError(cfg.file + ": key '" + key + "': " + msg);
+}
+
+// Loads the energy table once and checks it fits the chip: present, of the chip's kind, and
+// (GPU) a supply voltage above its threshold.
+void load_table(LoadedConfig& cfg) {
+  if (!has_energy_table(cfg)) return;
+  const std::string path = energy_table_path(cfg);
+  if (!std::filesystem::exists(path)) fail_at_key(cfg, "energy.table", "energy table '" + path + "' does not exist");
+  auto t = std::make_shared<const energy::Table>(load_energy_table(path));  // its own errors name the table's file
+  if (t->kind != cfg.chip.kind)
+    fail_at_key(cfg, "energy.table", "'" + path + "' is an energy table for another kind of chip (its 'kind' must be " + cfg.chip.kind + ")");
+  if (cfg.chip.kind == "gpu" && cfg.chip.gpu.energy.voltage_v > 0 && cfg.chip.gpu.energy.voltage_v <= t->threshold_voltage)
+    fail_at_key(cfg, "energy.voltage", "is at or below the table's threshold voltage");
+  cfg.energy_table = std::move(t);
+}
+
 // Rules that tie parameters together; each names the key whose value breaks it.
 void check_consistency(const LoadedConfig& cfg) {
-  auto bad = [&](const std::string& key, const std::string& msg) {
-    for (const auto& e : cfg.entries)
-      if (e.spec->key == key) fail(e.source, key, msg);
-    throw UserError(cfg.file + ": key '" + key + "': " + msg);
-  };
+  auto bad = [&](const std::string& key, const std::string& msg) { fail_at_key(cfg, key, msg); };
   if (cfg.chip.kind == "accelerator") {
     const AcceleratorParams& a = cfg.chip.accel.accelerator;
     if (a.min_voltage_v >= a.max_voltage_v) bad("accelerator.min_voltage", "must be below accelerator.max_voltage");
@@ -246,9 +263,6 @@ void check_consistency(const LoadedConfig& cfg) {
       bad("hbm.interleave", "must be a multiple of the burst and at most hbm.row_size");
     if (g.hbm.tRFC >= g.hbm.tREFI) bad("hbm.tRFC", "must be shorter than hbm.tREFI");
     if (g.sm.l1_cache_bytes < 128.0 * g.sm.l1_associativity) bad("sm.l1_cache", "must hold at least one set of 128 B lines");
-    if (g.energy.voltage_v > 0 && has_energy_table(cfg) && load_energy_table(energy_table_path(cfg)).kind == "gpu" &&
-        g.energy.voltage_v <= load_energy_table(energy_table_path(cfg)).threshold_voltage)
-      bad("energy.voltage", "is at or below the table's threshold voltage");
   }
 }
 
@@ -309,7 +323,7 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
     if (by_key.count(key)) continue;
     if (section_names.count(key)) fail(leaf.value_loc, key, "is a section; expected a mapping of its keys");
     const std::string hint = closest_match(key, all_keys);
-    fail(leaf.key_loc, key, "unknown key for a " + kind + " config" +
+    fail(leaf.key_loc, key, std::string("unknown key for ") + (kind == "accelerator" ? "an " : "a ") + kind + " config" +
                                 (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
                                 "; `xpusim describe` lists every parameter");
   }
@@ -345,17 +359,7 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
     for (auto& e : out.entries)
       if (e.spec->key == "energy.table") e.text = abs;
   }
-  if (has_energy_table(out)) {
-    const std::string path = energy_table_path(out);
-    auto bad_table = [&](const std::string& msg) {
-      for (const auto& e : out.entries)
-        if (e.spec->key == "energy.table") fail(e.source, "energy.table", msg);
-      throw UserError(out.file + ": key 'energy.table': " + msg);
-    };
-    if (!std::filesystem::exists(path)) bad_table("energy table '" + path + "' does not exist");
-    if (load_energy_table(path).kind != out.chip.kind)  // its own errors name the table's file
-      bad_table("'" + path + "' is an energy table for another kind of chip (its 'kind' must be " + out.chip.kind + ")");
-  }
+  load_table(out);
   check_consistency(out);
   return out;
 }

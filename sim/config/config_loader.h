@@ -1,9 +1,11 @@
 #pragma once
 // Loads a hardware description: YAML with units, `extends:` composition and `--set` overrides,
 // checked against the parameter tables. Every error names file, line, column and key path.
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "models/energy/energy_table.h"
 #include "sim/config/chip_config.h"
 #include "sim/error.h"
 
@@ -19,6 +21,8 @@ struct LoadedConfig {
   std::string file;  // the top-level file as given
   ChipConfig chip;
   std::vector<ResolvedEntry> entries;  // one per declared parameter, in table order
+  // The energy table `energy.table` names, loaded and checked once; null without one.
+  std::shared_ptr<const energy::Table> energy_table;
 };
 
 // `overrides` are "key.path=value" strings as given to --set.

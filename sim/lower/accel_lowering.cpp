@@ -1,11 +1,9 @@
 #include "sim/lower/accel_lowering.h"
 
 #include <cmath>
-#include <memory>
 #include <stdexcept>
 
 #include "models/accelerator/mapping.h"
-#include "sim/config/energy_loader.h"
 
 namespace xpusim::lower {
 namespace {
@@ -78,8 +76,7 @@ void append(accel::AccelOp& into, const accel::AccelOp& part) {
 }  // namespace
 
 std::vector<accel::AccelOp> lower_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t) {
-  std::unique_ptr<energy::Table> table;
-  if (config::has_energy_table(cfg)) table = std::make_unique<energy::Table>(config::load_energy_table(config::energy_table_path(cfg)));
+  const energy::Table* table = cfg.energy_table.get();
   std::vector<accel::AccelOp> out;
   for (const Op& op : t.ops) {
     if (op.min_bytes() > cfg.chip.accel.dram.capacity_bytes)
@@ -101,17 +98,17 @@ std::vector<accel::AccelOp> lower_accelerator(const config::LoadedConfig& cfg, c
           g.n = op.k;
           g.k = op.c * op.r * op.s;
         }
-        out.push_back(gemm_op(op, g, cfg, table.get(), op.kind == OpKind::gemm ? "gemm" : "implicit GEMM"));
+        out.push_back(gemm_op(op, g, cfg, table, op.kind == OpKind::gemm ? "gemm" : "implicit GEMM"));
         break;
       }
       case OpKind::attention: {
         const int bits = bits_of(op);
         accel::GemmShape qk{op.batch * op.heads, op.seq_q, op.seq_kv, op.head_dim, bits, 1.0};
         accel::GemmShape pv{op.batch * op.heads, op.seq_q, op.head_dim, op.seq_kv, bits, 1.0};
-        accel::AccelOp o = gemm_op(op, qk, cfg, table.get(), "QK^T");
+        accel::AccelOp o = gemm_op(op, qk, cfg, table, "QK^T");
         const double scores = static_cast<double>(op.batch * op.heads) * op.seq_q * op.seq_kv;
         append(o, sfu_op(scores, trace::rowwise_cost(OpKind::softmax).fp32 + trace::rowwise_cost(OpKind::softmax).sfu, 0, cfg, "softmax"));
-        append(o, gemm_op(op, pv, cfg, table.get(), "PV"));
+        append(o, gemm_op(op, pv, cfg, table, "PV"));
         o.description = "QK^T, softmax, PV: " + o.description;
         out.push_back(o);
         break;

@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "models/energy/energy_table.h"
-#include "sim/config/energy_loader.h"
 #include "sim/config/units.h"
 #include "sim/report/json_writer.h"
 #include "sim/version.h"
@@ -120,18 +119,23 @@ void write_metrics(JsonWriter& w, const Metrics& m) {
   }
 }
 
-void add_energy(Metrics& m, const OpCounters& c, double refreshes, const energy::Table& t, double voltage,
-                double static_w) {
-  const energy::Breakdown b = energy::price(c, refreshes, m.time_s, t, voltage, static_w);
+// The energy fields of `m` from a priced breakdown, actions in the order of `kind`'s list.
+void set_energy(Metrics& m, const energy::Breakdown& b, const std::string& kind, double instructions) {
   m.has_energy = true;
   m.dynamic_j = b.dynamic_j();
   m.static_j = b.static_j;
   m.energy_j = b.total_j();
   m.power_w = m.time_s > 0 ? m.energy_j / m.time_s : 0;
   for (int i = 0; i < 5; ++i) m.class_j[i] = b.class_j[i];
-  for (const auto& a : energy::actions()) m.action_j.emplace_back(a.name, b.action_j.at(a.name));
-  m.instructions = c.lane_instr_simt + c.lane_instr_mem + c.instr_mma;
+  for (const auto& a : energy::actions(kind)) m.action_j.emplace_back(a.name, b.action_j.at(a.name));
+  m.instructions = instructions;
   m.ops = m.flops;
+}
+
+void add_energy(Metrics& m, const OpCounters& c, double refreshes, const energy::Table& t, double voltage,
+                double static_w) {
+  set_energy(m, energy::price(c, refreshes, m.time_s, t, voltage, static_w), "gpu",
+             c.lane_instr_simt + c.lane_instr_mem + c.instr_mma);
 }
 
 std::string fmt(const char* f, double v) {
@@ -158,16 +162,7 @@ OpReport describe_op(const trace::Op& op) {
 }
 
 void add_accel_energy(Metrics& m, const energy::AccelCounters& c, const energy::Table& t, double voltage) {
-  const energy::Breakdown b = energy::price(c, m.time_s, t, voltage);
-  m.has_energy = true;
-  m.dynamic_j = b.dynamic_j();
-  m.static_j = b.static_j;
-  m.energy_j = b.total_j();
-  m.power_w = m.time_s > 0 ? m.energy_j / m.time_s : 0;
-  for (int i = 0; i < 5; ++i) m.class_j[i] = b.class_j[i];
-  for (const auto& a : energy::actions("accelerator")) m.action_j.emplace_back(a.name, b.action_j.at(a.name));
-  m.instructions = 0;  // a dataflow array issues no instructions
-  m.ops = m.flops;
+  set_energy(m, energy::price(c, m.time_s, t, voltage), "accelerator", 0);  // a dataflow array issues no instructions
 }
 
 // The accelerator's report: the same schema, with the MAC array in the tensor-core columns and
@@ -185,9 +180,8 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
   rep.hbm_peak = rep.hbm_sustained = cfg.chip.accel.dram.bandwidth;
   rep.tensor_peak_tflops = {{"int4", 2.0 * a.macs_per_cycle(4) * a.clock_hz / 1e12},
                             {"int8", 2.0 * a.macs_per_cycle(8) * a.clock_hz / 1e12}};
-  std::unique_ptr<energy::Table> table;
-  if (config::has_energy_table(cfg)) {
-    table = std::make_unique<energy::Table>(config::load_energy_table(config::energy_table_path(cfg)));
+  const energy::Table* table = cfg.energy_table.get();
+  if (table) {
     rep.energy_table = std::filesystem::proximate(table->file).string();
     rep.energy_node = table->node;
     rep.voltage = a.voltage_v;
@@ -308,8 +302,8 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
   // Whole-run utilisation of SM slots is not meaningful across kernels of different occupancy;
   // the total reports it against the largest.
   rep.total = metrics(total, 0, r.end_s, total_flops, 0, total_min_bytes, total_resident_capacity, g);
-  if (config::has_energy_table(cfg)) {
-    const energy::Table table = config::load_energy_table(config::energy_table_path(cfg));
+  if (cfg.energy_table) {
+    const energy::Table& table = *cfg.energy_table;
     rep.energy_table = std::filesystem::proximate(table.file).string();
     rep.energy_node = table.node;
     rep.nominal_voltage = table.nominal_voltage;

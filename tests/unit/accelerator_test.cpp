@@ -9,7 +9,6 @@
 #include "helpers.h"
 #include "models/accelerator/mapping.h"
 #include "sim/config/config_loader.h"
-#include "sim/config/energy_loader.h"
 
 using namespace xpusim;
 using xpusim::testing::error_of;
@@ -28,7 +27,7 @@ struct Chip {
 
 Chip magnet(const std::vector<std::string>& overrides = {}) {
   const auto cfg = config::load_config(kMagnet, overrides);
-  return {cfg.chip.accel.accelerator, cfg.chip.accel.dram, config::load_energy_table(config::energy_table_path(cfg))};
+  return {cfg.chip.accel.accelerator, cfg.chip.accel.dram, *cfg.energy_table};
 }
 
 std::string gemm(long m, long n, long k, const std::string& dtype, const std::string& extra = "") {
