@@ -226,13 +226,13 @@ Schema make_accelerator_schema() {
       .quantity("area", &AcceleratorParams::area_m2, Dim::Area, def("0 mm^2"), between(0, 1e-2),
                 "Die area of the PE array (for reporting)")
       .integer("vsq_vector", &AcceleratorParams::vsq_vector, def("16"), between(1, 1024),
-               "Elements sharing one VS-Quant scale factor")
+               "Elements sharing one VS-Quant scale factor (default: the low end of the 16-32 in shared/reference/formats.md)")
       .integer("accum_bits", &AcceleratorParams::accum_bits, def("24"), between(8, 64),
-               "Partial-sum width in the accumulation buffer")
+               "Partial-sum width in the accumulation buffer (default: an assumption, enough for 4-bit products over K = 4096)")
       .integer("collector_depth", &AcceleratorParams::collector_depth, def("1"), between(1, 1024),
-               "K-chunks a vector unit sums in its accumulation collector, holding their weights in registers, before one accumulation-buffer update")
+               "K-chunks a vector unit sums in its accumulation collector, holding their weights in registers, before one accumulation-buffer update (default 1: no collector reuse, the conservative case)")
       .integer("sfu_lanes", &AcceleratorParams::sfu_lanes, def("16"), between(1, 4096),
-               "Special-function operations per cycle (softmax, layernorm, GELU, requantisation)");
+               "Special-function operations per cycle (softmax, layernorm, GELU, requantisation; default: an assumption, no published figure)");
   section<DramParams>(s, "dram", "Off-chip DRAM interface",
                       [acc](void* w) { return &static_cast<AcceleratorConfig*>(acc(w))->dram; })
       .quantity("bandwidth", &DramParams::bandwidth, Dim::Bandwidth, required(), between(1e6, 1e15),
