@@ -12,6 +12,19 @@ MoE: router, then the active experts as one batched GEMM each way), residual add
 layers: final norm and the LM head for the last token of each sequence. Layers are a
 `repeat` block. Decode reads the KV cache of `--context` tokens in the attention op.
 
+Parallelism (Megatron-style), placed on GPUs for a system config (configs/systems/):
+  --tp N  tensor parallel: each GPU of a group of N holds heads/N (and kv_heads/N, or one
+          replicated KV head when kv_heads < N) and ffn/N; an all-reduce of the activations
+          follows the output projection and the FFN down projection (and, in training, the
+          data gradients of the QKV and FFN up projections). Ops run on all N GPUs (SPMD).
+  --pp P  pipeline parallel (prefill and decode): the layers split into P stages of
+          consecutive GPU groups; each of --microbatches M microbatches flows through the
+          stages, activations passed on by send_recv on stream 1 (a GPipe forward schedule).
+  --dp D  data parallel (train): D replicas of the TP group run the step on their own
+          batches; each TP rank's gradients are all-reduced over the replicas before Adam.
+GPU numbering: dp replica x (tp x pp) + stage x tp + tp rank, so TP groups are neighbours (one
+NVLink domain). The trace's description says how many GPUs it needs.
+
 Formats: GEMMs run in the weight format (--weights: the tensor cores take both operands in
 it, e.g. W8A8 fp8); norms, activations and residual adds in --activations; attention in --kv.
 Weight-only quantisation (int4 weights, bf16 math) is not expressible as one op format yet.
@@ -95,9 +108,21 @@ def gemm(name, m, n, k, dtype, batch=1, sparsity=None):
     return op
 
 
-def layer_ops(c, a):
-    """The ops of one layer for `tokens` rows (prefill: batch x prompt; decode: batch)."""
-    B, H, KV, d, D = a.batch, c["heads"], c["kv_heads"], c["head_dim"], c["hidden"]
+def act_bytes(fmt):
+    return {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "fp8_e5m2": 1, "int8": 1, "int4": 0.5, "fp4": 0.5}[fmt]
+
+
+def all_reduce(name, nbytes, devices):
+    return {"name": name, "kind": "all_reduce", "bytes": int(nbytes), "devices": devices}
+
+
+def layer_ops(c, a, devices=None):
+    """The ops of one layer for `tokens` rows (prefill: batch x prompt; decode: batch), on one
+    GPU of a tensor-parallel group of a.tp (heads, KV heads and FFN split a.tp ways)."""
+    tp = a.tp
+    B, d, D = a.batch, c["head_dim"], c["hidden"]
+    H = c["heads"] // tp
+    KV = c["kv_heads"] // tp if c["kv_heads"] >= tp else 1
     seq_q = 1 if a.phase == "decode" else a.prompt
     seq_kv = a.context if a.phase == "decode" else a.prompt
     T = B * seq_q
@@ -120,10 +145,13 @@ def layer_ops(c, a):
         ops += [gemm("qk", seq_q, seq_kv, d, kv, batch=B * H),
                 {"name": "softmax", "kind": "softmax", "shape": [B * H * seq_q, seq_kv], "dtype": kv},
                 gemm("pv", seq_q, d, seq_kv, kv, batch=B * H)]
-    ops += [gemm("o_proj", T, D, H * d, w, sparsity=sp),
-            {"name": "residual1", "kind": "elementwise", "shape": [T, D], "inputs": 2, "dtype": act},
+    ops.append(gemm("o_proj", T, D, H * d, w, sparsity=sp))
+    if tp > 1:
+        ops.append(all_reduce("o_proj_allreduce", T * D * act_bytes(act), devices))
+    ops += [{"name": "residual1", "kind": "elementwise", "shape": [T, D], "inputs": 2, "dtype": act},
             {"name": "norm2", "kind": "layernorm", "shape": [T, D], "dtype": act}]
-    F, up_n = c["ffn"], c["ffn"] * (2 if c["gated"] else 1)
+    F = c["ffn"] // tp
+    up_n = F * (2 if c["gated"] else 1)
     act_op = {"name": "activation", "kind": "elementwise", "shape": [T, F], "dtype": act,
               "inputs": 2 if c["gated"] else 1, "flops_per_element": 6 if c["gated"] else 8}
     if c["experts"] == 1:
@@ -137,7 +165,12 @@ def layer_ops(c, a):
         ops += [gemm("router", T, E, D, act),
                 gemm("expert_up", per, up_n, D, w, batch=active, sparsity=sp), act_op,
                 gemm("expert_down", per, D, F, w, batch=active, sparsity=sp)]
+    if tp > 1:
+        ops.append(all_reduce("ffn_allreduce", T * D * act_bytes(act), devices))
     ops.append({"name": "residual2", "kind": "elementwise", "shape": [T, D], "inputs": 2, "dtype": act})
+    if devices is not None:
+        for op in ops:
+            op["devices"] = devices
     return ops
 
 
@@ -186,15 +219,20 @@ def backward_ops(fwd, c, a):
     m); attention backward as its recompute-free matrix products (dV, dP, dQ, dK: QK^T-sized and
     PV-sized batched GEMMs, the full score matrix) and a softmax-gradient elementwise pass; norms
     and elementwise ops once more at their shapes (their gradients read what they wrote)."""
-    B, H, d = a.batch, c["heads"], c["head_dim"]
+    B, H, d = a.batch, c["heads"] // a.tp, c["head_dim"]
     S = a.prompt
     out = []
     for op in reversed(fwd):
         n = op["name"]
+        if op["kind"] == "all_reduce":
+            continue  # tensor parallel: the backward all-reduces follow the column-parallel dgrads
         if op["kind"] == "gemm":
             g = {k: v for k, v in op.items() if k not in ("name", "m", "n", "k")}
             out.append({"name": f"{n}_dgrad", **g, "kind": "gemm", "m": op["m"], "n": op["k"], "k": op["n"]})
             out.append({"name": f"{n}_wgrad", **g, "kind": "gemm", "m": op["k"], "n": op["n"], "k": op["m"]})
+            if a.tp > 1 and n in ("qkv", "ffn_up", "expert_up"):
+                out.append(all_reduce(f"{n}_dgrad_allreduce", op["m"] * op["k"] * act_bytes(a.activations),
+                                      op["devices"]))
         elif op["kind"] == "attention":
             out += [gemm("attn_dv", S, d, S, a.kv, batch=B * H), gemm("attn_dp", S, S, d, a.kv, batch=B * H),
                     {"name": "attn_dsoftmax", "kind": "elementwise", "shape": [B * H * S * S], "inputs": 2,
@@ -206,6 +244,34 @@ def backward_ops(fwd, c, a):
             if b["kind"] == "elementwise":
                 b["inputs"] = b.get("inputs", 1) + 1
             out.append(b)
+    if "devices" in fwd[0]:
+        for op in out:
+            op["devices"] = fwd[0]["devices"]
+    return out
+
+
+def dev(ids):
+    """A `devices` value: a range "a-b" when consecutive, else the list."""
+    ids = sorted(ids)
+    if len(ids) > 2 and ids == list(range(ids[0], ids[-1] + 1)):
+        return f"{ids[0]}-{ids[-1]}"
+    return ids
+
+
+def place(ops, groups):
+    """Runs a layer's ops on every GPU of `groups` (SPMD); each TP all-reduce becomes one
+    collective per group, named .r<replica> when there are several."""
+    out = []
+    everyone = dev([g for grp in groups for g in grp])
+    for op in ops:
+        if op["kind"] == "all_reduce":
+            for r, grp in enumerate(groups):
+                x = dict(op, devices=dev(grp))
+                if len(groups) > 1:
+                    x["name"] = f"{op['name']}.r{r}"
+                out.append(x)
+        else:
+            out.append(dict(op, devices=everyone))
     return out
 
 
@@ -216,31 +282,80 @@ def build(c, a):
     T = a.batch * (1 if a.phase == "decode" else a.prompt)
     what = (f"prefill of {a.batch} x {a.prompt} tokens" if a.phase == "prefill"
             else f"one decode step of {a.batch} sequences at context {a.context}")
+    gpus = a.tp * a.pp * a.dp
+    par = "" if gpus == 1 else f", TP={a.tp} PP={a.pp} DP={a.dp} on {gpus} GPUs"
+    tag = "" if gpus == 1 else "".join(f"-{k}{v}" for k, v in (("tp", a.tp), ("pp", a.pp), ("dp", a.dp)) if v > 1)
     if a.phase == "train":
-        fwd = layer_ops(c, a)
+        groups = [list(range(r * a.tp, (r + 1) * a.tp)) for r in range(a.dp)]
+        fwd = layer_ops(c, a, list(range(a.tp)) if gpus > 1 else None)
         params = sum(o["n"] * o["k"] * o.get("batch", 1) for o in fwd if o["kind"] == "gemm" and o["name"] != "router")
         params += sum(o["n"] * o["k"] for o in fwd if o["name"] == "router")
+        bwd = backward_ops(fwd, c, a)
+        if gpus > 1:
+            fwd, bwd = place(fwd, groups), place(bwd, groups)
         ops = [{"repeat": layers, "name": "fwd", "ops": fwd},
-               {"repeat": layers, "name": "bwd", "ops": backward_ops(fwd, c, a)},
-               {"name": "adam", "kind": "elementwise", "shape": [params * layers], "inputs": 4, "flops_per_element": 12,
-                "dtype": "fp32"}]
-        return {"xpusim_trace": 1, "name": f"{c['name']}-train-b{a.batch}-{a.prompt}-{a.weights}",
-                "description": (f"{c['name']}: one training step of {a.batch} x {a.prompt} tokens over {layers} of "
-                                f"{c['layers']} layers (forward, backward, Adam on fp32 master weights), GEMMs in "
-                                f"{a.weights}. Generated by scripts/xpusim-trace.py."),
-                "tokens": T, "ops": ops}
-    trace = {
-        "xpusim_trace": 1,
-        "name": f"{c['name']}-{a.phase}-b{a.batch}-{a.prompt if a.phase == 'prefill' else a.context}-{a.weights}",
-        "description": (f"{c['name']}: {what}, {layers} of {c['layers']} layers, weights {a.weights}, activations "
-                        f"{a.activations}, attention {a.attention} in {a.kv}. Generated by scripts/xpusim-trace.py."),
-        "tokens": T if a.phase == "prefill" else a.batch,
-        "ops": [{"repeat": layers, "name": "layer", "ops": layer_ops(c, a)}],
-    }
-    if not c["encoder"]:
-        trace["ops"] += [{"name": "final_norm", "kind": "layernorm", "shape": [T, c["hidden"]], "dtype": a.activations},
-                         gemm("lm_head", a.batch, c["vocab"], c["hidden"], a.weights)]
-    return trace
+               {"repeat": layers, "name": "bwd", "ops": bwd}]
+        if a.dp > 1:
+            # Each TP rank's gradients (its shard of every layer), over the replicas.
+            for t in range(a.tp):
+                ops.append({"name": f"grad_allreduce.t{t}" if a.tp > 1 else "grad_allreduce", "kind": "all_reduce",
+                            "bytes": int(params * layers * act_bytes(a.weights)),
+                            "devices": dev([r * a.tp + t for r in range(a.dp)])})
+        adam = {"name": "adam", "kind": "elementwise", "shape": [params * layers], "inputs": 4, "flops_per_element": 12,
+                "dtype": "fp32"}
+        if gpus > 1:
+            adam["devices"] = dev(range(gpus))
+        ops.append(adam)
+        return {"xpusim_trace": 1, "name": f"{c['name']}-train-b{a.batch}-{a.prompt}-{a.weights}{tag}",
+                "description": (f"{c['name']}: one training step of {a.batch} x {a.prompt} tokens"
+                                f"{' per replica' if a.dp > 1 else ''} over {layers} of {c['layers']} layers (forward, "
+                                f"backward, Adam on fp32 master weights), GEMMs in {a.weights}{par}. "
+                                f"Generated by scripts/xpusim-trace.py."),
+                "tokens": T * a.dp, "ops": ops}
+    name = f"{c['name']}-{a.phase}-b{a.batch}-{a.prompt if a.phase == 'prefill' else a.context}-{a.weights}{tag}"
+    desc = (f"{c['name']}: {what}, {layers} of {c['layers']} layers, weights {a.weights}, activations "
+            f"{a.activations}, attention {a.attention} in {a.kv}{par}")
+    tokens = T if a.phase == "prefill" else a.batch
+    if a.pp == 1:
+        group = list(range(a.tp)) if gpus > 1 else None
+        ops = [{"repeat": layers, "name": "layer", "ops": layer_ops(c, a, dev(group) if group else None)}]
+        if not c["encoder"]:
+            ops += [{"name": "final_norm", "kind": "layernorm", "shape": [T, c["hidden"]], "dtype": a.activations},
+                    gemm("lm_head", a.batch, c["vocab"] // a.tp, c["hidden"], a.weights)]
+            if group:
+                for op in ops[1:]:
+                    op["devices"] = dev(group)
+        return {"xpusim_trace": 1, "name": name, "description": desc + ". Generated by scripts/xpusim-trace.py.",
+                "tokens": tokens, "ops": ops}
+    # Pipeline parallel: stages of consecutive layers; microbatches flow through them.
+    M = a.microbatches
+    mb = argparse.Namespace(**vars(a))
+    mb.batch = a.batch // M
+    Tm = mb.batch * (1 if a.phase == "decode" else a.prompt)
+    per, extra = divmod(layers, a.pp)
+    sizes = [per + (1 if s < extra else 0) for s in range(a.pp)]
+    ops = []
+    for m in range(M):
+        for st in range(a.pp):
+            group = dev(range(st * a.tp, (st + 1) * a.tp))
+            body = layer_ops(c, mb, group)
+            if st > 0:
+                body[0]["deps"] = [f"mb{m}.send{st - 1}" + (f".t{t}" if a.tp > 1 else "") for t in range(a.tp)]
+            ops.append({"repeat": sizes[st], "name": f"mb{m}.stage{st}", "ops": body})
+            if st + 1 < a.pp:
+                for t in range(a.tp):
+                    ops.append({"name": f"mb{m}.send{st}" + (f".t{t}" if a.tp > 1 else ""), "kind": "send_recv",
+                                "bytes": int(Tm * c["hidden"] * act_bytes(a.activations)),
+                                "devices": [st * a.tp + t, (st + 1) * a.tp + t], "stream": 1,
+                                "deps": [f"mb{m}.stage{st}[{sizes[st] - 1}].residual2"]})
+        if not c["encoder"]:
+            last = dev(range((a.pp - 1) * a.tp, a.pp * a.tp))
+            ops += [{"name": f"mb{m}.final_norm", "kind": "layernorm", "shape": [Tm, c["hidden"]],
+                     "dtype": a.activations, "devices": last},
+                    dict(gemm(f"mb{m}.lm_head", mb.batch, c["vocab"] // a.tp, c["hidden"], a.weights), devices=last)]
+    return {"xpusim_trace": 1, "name": name,
+            "description": desc + f", {M} microbatch{'es' if M > 1 else ''}. Generated by scripts/xpusim-trace.py.",
+            "tokens": tokens, "ops": ops}
 
 
 def main():
@@ -258,6 +373,10 @@ def main():
     ap.add_argument("--attention", choices=["fused", "unfused"], default="fused")
     ap.add_argument("--sparsity", choices=["2:4"], default=None, help="2:4 sparse weights")
     ap.add_argument("--layers", type=int, default=0, help="generate only the first N layers (default all)")
+    ap.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (default 1)")
+    ap.add_argument("--pp", type=int, default=1, help="pipeline stages, prefill and decode (default 1)")
+    ap.add_argument("--dp", type=int, default=1, help="data-parallel replicas, train (default 1)")
+    ap.add_argument("--microbatches", type=int, default=1, help="with --pp: microbatches the batch is split into")
     ap.add_argument("-o", "--out", default="-", help="output file (default standard output)")
     a = ap.parse_args()
     a.kv = a.kv or a.activations
@@ -269,7 +388,27 @@ def main():
             fail(f"--{flag} must be at least 1")
     if a.layers < 0:
         fail("--layers must be positive")
+    for flag in ("tp", "pp", "dp", "microbatches"):
+        if getattr(a, flag) < 1:
+            fail(f"--{flag} must be at least 1")
     c = load_card(a.model)
+    if a.tp > 1 or a.pp > 1 or a.dp > 1:
+        if c.get("family") == "resnet":
+            fail("--tp/--pp/--dp: parallel placement is generated for transformers only")
+        if c["heads"] % a.tp or c["ffn"] % a.tp or c["vocab"] % a.tp:
+            fail(f"--tp {a.tp} must divide heads ({c['heads']}), ffn ({c['ffn']}) and vocab ({c['vocab']})")
+        if c["kv_heads"] % a.tp and a.tp % c["kv_heads"]:
+            fail(f"--tp {a.tp} and kv_heads ({c['kv_heads']}): one must divide the other")
+        if a.dp > 1 and a.phase != "train":
+            fail("--dp applies to --phase train (replicas of a serving step share nothing)")
+        if a.pp > 1 and a.phase == "train":
+            fail("--pp is generated for prefill and decode (a training pipeline schedule is not generated yet)")
+        if a.pp > (a.layers or c["layers"]):
+            fail(f"--pp {a.pp}: more stages than layers")
+    if a.batch % a.microbatches:
+        fail(f"--microbatches {a.microbatches} must divide --batch {a.batch}")
+    if a.microbatches > 1 and a.pp == 1:
+        fail("--microbatches applies with --pp")
     if c.get("family") != "resnet" and a.phase is None:
         fail("--phase prefill, decode or train is required for a transformer")
     if c.get("family") == "resnet":

@@ -53,6 +53,11 @@ struct OpCounters {
     for (size_t i = 0; i < sizeof(OpCounters) / sizeof(double); ++i) a[i] += b[i];
     return *this;
   }
+  OpCounters& scale(double f) {
+    double* a = reinterpret_cast<double*>(this);
+    for (size_t i = 0; i < sizeof(OpCounters) / sizeof(double); ++i) a[i] *= f;
+    return *this;
+  }
 };
 
 }  // namespace xpusim

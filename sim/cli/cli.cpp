@@ -111,7 +111,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
       ("config,c", po::value<std::string>(), "hardware description (YAML), e.g. configs/h100-sxm.yaml")
       ("trace,t", po::value<std::string>(), "workload trace (.yaml or .jsonl), e.g. traces/gemm/bf16-8192.yaml")
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value: --set hbm.data_rate=\"6.4 GT/s\" (repeatable)")
-      ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, summary.md, ops.csv, resolved-config.yaml")
+      ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, summary.md, ops.csv, timeline.json (Chrome trace events), resolved-config.yaml")
       ("show-ops", po::value<int>()->default_value(20), "ops listed on the terminal (the longest ones)");
   const auto parsed = parse_command(cmd, args, d, out);
   if (!parsed) return 0;  // --help was printed
@@ -139,9 +139,10 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
   write_atomically(dir / "report.json", report::to_json(rep));
   write_atomically(dir / "ops.csv", report::to_csv(rep));
   write_atomically(dir / "summary.md", report::to_markdown(rep, wall));
+  write_atomically(dir / "timeline.json", report::to_timeline(rep));
   if (!vm.count("quiet")) {
     out << report::terminal_table(rep, static_cast<size_t>(vm["show-ops"].as<int>()));
-    out << "wrote " << (dir / "report.json").string() << ", summary.md, ops.csv, resolved-config.yaml (simulated in "
+    out << "wrote " << (dir / "report.json").string() << ", summary.md, ops.csv, timeline.json, resolved-config.yaml (simulated in "
         << units::format(wall, units::Dim::Time) << " wall time)\n";
   }
   return 0;

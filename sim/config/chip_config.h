@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "models/accelerator/accelerator_params.h"
+#include "models/interconnect/interconnect_params.h"
 #include "models/memory/memory_params.h"
 #include "models/sm/kernel_params.h"
 #include "models/sm/sm_params.h"
@@ -26,6 +27,12 @@ struct GpuConfig {
   HbmParams hbm;
   KernelLibParams kernels;
   EnergyConfig energy;
+  // A multi-GPU system of these chips (one GPU by default).
+  SystemParams system;
+  NvlinkParams nvlink;
+  NvswitchParams nvswitch;
+  NicParams nic;
+  CollectiveParams collectives;
 };
 
 struct AcceleratorConfig {

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -114,7 +115,7 @@ Value to_value(const ParamSpec& spec, const YAML::Node& node, const SourceLoc& a
   Value v;
   if (spec.kind == Kind::StringList) {
     if (!node.IsSequence()) fail(at, spec.key, "expected a list, e.g. [a, b]");
-    if (node.size() == 0) fail(at, spec.key, "expected a non-empty list");
+    if (node.size() == 0 && spec.need.default_text != "[]") fail(at, spec.key, "expected a non-empty list");
     for (const auto& item : node) {
       if (!item.IsScalar()) fail(at, spec.key, "list items must be plain values");
       v.list.push_back(item.Scalar());
@@ -263,6 +264,43 @@ void check_consistency(const LoadedConfig& cfg) {
       bad("hbm.interleave", "must be a multiple of the burst and at most hbm.row_size");
     if (g.hbm.tRFC >= g.hbm.tREFI) bad("hbm.tRFC", "must be shorter than hbm.tREFI");
     if (g.sm.l1_cache_bytes < 128.0 * g.sm.l1_associativity) bad("sm.l1_cache", "must hold at least one set of 128 B lines");
+    const SystemParams& sys = g.system;
+    if (sys.gpus() > 4096) bad("system.domains", "domains x gpus_per_domain must be at most 4096 GPUs");
+    if (sys.gpus_per_domain > 1) {
+      if (g.nvlink.links == 0) bad("nvlink.links", "a domain of several GPUs needs NVLink ports (nvlink.links > 0)");
+      if (g.nvswitch.count == 0) bad("nvswitch.count", "a domain of several GPUs needs NVSwitch chips (nvswitch.count > 0)");
+      if (g.nvswitch.count > g.nvlink.links)
+        bad("nvswitch.count", "is more than nvlink.links: every switch chip needs a link from each GPU");
+      // Link l of every GPU lands on chip l x count / links: the busiest chip takes ceil(links / count)
+      // links from each GPU.
+      const int per_chip = (g.nvlink.links + g.nvswitch.count - 1) / g.nvswitch.count;
+      if (static_cast<long long>(per_chip) * sys.gpus_per_domain > g.nvswitch.ports)
+        bad("nvswitch.ports", "too few: " + std::to_string(sys.gpus_per_domain) + " GPUs x " + std::to_string(per_chip) +
+                                  " links each need " + std::to_string(per_chip * sys.gpus_per_domain) + " ports on a switch chip");
+    }
+  }
+}
+
+// Parses system.failed_links ("gpu:link") into pairs, each checked against the system.
+void resolve_failed_links(LoadedConfig& cfg) {
+  if (cfg.chip.kind != "gpu") return;
+  SystemParams& sys = cfg.chip.gpu.system;
+  sys.failed_links.clear();
+  for (const auto& t : sys.failed_links_text) {
+    int gpu = -1, link = -1;
+    char tail = 0;
+    if (std::sscanf(t.c_str(), "%d:%d%c", &gpu, &link, &tail) != 2)
+      fail_at_key(cfg, "system.failed_links", "'" + t + "' is not gpu:link (e.g. \"3:0\")");
+    if (gpu < 0 || gpu >= sys.gpus())
+      fail_at_key(cfg, "system.failed_links", "'" + t + "': no GPU " + std::to_string(gpu) + " in a system of " +
+                                                  std::to_string(sys.gpus()));
+    if (link < 0 || link >= cfg.chip.gpu.nvlink.links)
+      fail_at_key(cfg, "system.failed_links", "'" + t + "': no link " + std::to_string(link) + " (nvlink.links is " +
+                                                  std::to_string(cfg.chip.gpu.nvlink.links) + ")");
+    const std::pair<int, int> p{gpu, link};
+    if (std::find(sys.failed_links.begin(), sys.failed_links.end(), p) != sys.failed_links.end())
+      fail_at_key(cfg, "system.failed_links", "'" + t + "' is listed twice");
+    sys.failed_links.push_back(p);
   }
 }
 
@@ -361,6 +399,7 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
   }
   load_table(out);
   check_consistency(out);
+  resolve_failed_links(out);
   return out;
 }
 

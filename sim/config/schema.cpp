@@ -27,6 +27,58 @@ void add_top_level(Schema& s) {
       .text("description", &ChipConfig::description, def(""), "Free text shown by `xpusim describe`");
 }
 
+// A multi-GPU system built of the chip: GPUs, NVLink, NVSwitch, NICs and collectives. The
+// defaults describe one GPU on its own; configs/systems/ compose chip configs into systems.
+template <class Locate>
+void add_system_sections(Schema& s, Locate gpu) {
+  section<SystemParams>(s, "system", "The system the chip is part of: NVLink domains of GPUs joined by NICs",
+                        [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->system; })
+      .integer("domains", &SystemParams::domains, def("1"), between(1, 4096),
+               "NVLink domains (a DGX/HGX node, an NVL72 rack), joined by the NICs")
+      .integer("gpus_per_domain", &SystemParams::gpus_per_domain, def("1"), between(1, 576),
+               "GPUs in one NVLink domain, all reaching each other through its NVSwitch chips")
+      .choice("detail", &SystemParams::detail, {"full", "representative"}, def("full"),
+              "full: every GPU's compute is simulated; representative: one GPU is simulated and the others "
+              "mirror it (needs every compute op on the same GPUs); collectives always run over every link")
+      .list("failed_links", &SystemParams::failed_links_text, def("[]"),
+            "NVLink ports that are down, as \"gpu:link\" (e.g. [\"3:0\", \"3:1\"]); traffic uses the GPU's other links");
+  section<NvlinkParams>(s, "nvlink", "Each GPU's NVLink ports (ganged: NCCL spreads a transfer over all of them)",
+                        [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->nvlink; })
+      .integer("links", &NvlinkParams::links, def("0"), between(0, 64), "NVLink ports per GPU (0: none)")
+      .quantity("link_bandwidth", &NvlinkParams::link_bandwidth, Dim::Bandwidth, def("25 GB/s"), between(1e6, 1e13),
+                "Signalling rate of one link, per direction")
+      .quantity("latency", &NvlinkParams::latency_s, Dim::Time, def("0.5 us"), between(0, 1e-3),
+                "One-way latency from a GPU's port to the switch port (PHY, flit packing, wire)")
+      .number("efficiency", &NvlinkParams::efficiency, def("1"), between(0.01, 1),
+              "Payload share of the signalling rate after flit headers, flow control and protocol");
+  section<NvswitchParams>(s, "nvswitch", "The NVSwitch chips of an NVLink domain",
+                          [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->nvswitch; })
+      .integer("count", &NvswitchParams::count, def("0"), between(0, 256),
+               "Switch chips per domain; link l of every GPU lands on chip l x count / nvlink.links")
+      .integer("ports", &NvswitchParams::ports, def("64"), between(1, 4096), "NVLink ports per switch chip")
+      .quantity("latency", &NvswitchParams::latency_s, Dim::Time, def("0.3 us"), between(0, 1e-3),
+                "Port-to-port latency through a switch chip")
+      .flag("reduction", &NvswitchParams::reduction, def("false"),
+            "In-switch reduction and multicast (NVLink SHARP): enables the nvls all-reduce")
+      .number("nvls_efficiency", &NvswitchParams::nvls_efficiency, def("1"), between(0.01, 1),
+              "Share of the links' payload rate that in-switch reduce-loads and multicast stores reach");
+  section<NicParams>(s, "nic", "The scale-out network adapter of each GPU (InfiniBand or Ethernet)",
+                     [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->nic; })
+      .quantity("bandwidth", &NicParams::bandwidth, Dim::Bandwidth, def("50 GB/s"), between(1e6, 1e13),
+                "Line rate per direction per GPU (400 Gb/s = 50 GB/s)")
+      .quantity("latency", &NicParams::latency_s, Dim::Time, def("3 us"), between(0, 1e-2),
+                "One-way GPU-to-GPU latency through adapters and network switches")
+      .number("efficiency", &NicParams::efficiency, def("1"), between(0.01, 1), "Payload share of the line rate");
+  section<CollectiveParams>(s, "collectives", "How collectives are cut into pipelined transfers",
+                            [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->collectives; })
+      .quantity("slice", &CollectiveParams::slice_bytes, Dim::Size, def("512 KiB"), between(1, 1e12),
+                "Pipeline slice: each chunk moves as slices that the next hop forwards as soon as they land")
+      .integer("max_slices", &CollectiveParams::max_slices, def("256"), between(1, 4096),
+               "At most this many slices per chunk (bigger slices beyond): bounds the events of huge collectives")
+      .quantity("launch", &CollectiveParams::launch_s, Dim::Time, def("3 us"), between(0, 1),
+                "Fixed cost of a collective: kernel launch and the handshake with its peers (default: an assumption)");
+}
+
 Schema make_gpu_schema() {
   Schema s;
   s.kind = "gpu";
@@ -188,6 +240,7 @@ Schema make_gpu_schema() {
             "Energy table (configs/energy/<node>.yaml), relative to the file that names it; empty: no energy report")
       .quantity("voltage", &EnergyConfig::voltage_v, Dim::Voltage, def("0 V"), between(0, 2.0),
                 "Supply voltage; dynamic energy scales with (V / the table's nominal)^2; 0 V: the nominal");
+  add_system_sections(s, gpu);
   return s;
 }
 

@@ -1,7 +1,6 @@
 #pragma once
-// Wires one GPU from its config: SMs -> crossbar -> L2 -> HBM over TLM-2.0 sockets, the CTA
-// dispatcher over the SMs, and the workload driver that launches kernels as their
-// dependencies finish.
+// Wires one GPU from its config: SMs -> crossbar -> L2 -> HBM over TLM-2.0 sockets, and the CTA
+// dispatcher over the SMs.
 #include <memory>
 #include <vector>
 
@@ -14,24 +13,6 @@
 #include "sim/config/chip_config.h"
 
 namespace xpusim::engine {
-
-class WorkloadDriver : public sc_core::sc_module {
- public:
-  // preds[i]: ops that must finish before op i may start (explicit deps and the previous op on
-  // its stream).
-  SC_HAS_PROCESS(WorkloadDriver);
-  WorkloadDriver(sc_core::sc_module_name name, CtaDispatcher& dispatcher, std::vector<KernelRun>& runs,
-                 std::vector<std::vector<size_t>> preds, double launch_gap_s);
-  bool all_done() const { return done_ == runs_.size(); }
-
- private:
-  void run();
-  CtaDispatcher& dispatcher_;
-  std::vector<KernelRun>& runs_;
-  std::vector<std::vector<size_t>> preds_;
-  double gap_s_;
-  size_t done_ = 0;
-};
 
 class GpuSystem : public sc_core::sc_module {
  public:

@@ -6,25 +6,116 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
 #include "models/common/systemc.h"
 #include "sim/engine/gpu_system.h"
+#include "sim/engine/workload_driver.h"
 #include "sim/lower/accel_lowering.h"
 #include "sim/report/report.h"
 
 namespace xpusim::engine {
+
+namespace {
+
+CollectiveKind collective_kind(trace::OpKind k) {
+  switch (k) {
+    case trace::OpKind::all_gather: return CollectiveKind::all_gather;
+    case trace::OpKind::reduce_scatter: return CollectiveKind::reduce_scatter;
+    case trace::OpKind::all_to_all: return CollectiveKind::all_to_all;
+    case trace::OpKind::broadcast: return CollectiveKind::broadcast;
+    case trace::OpKind::send_recv: return CollectiveKind::send_recv;
+    default: return CollectiveKind::all_reduce;
+  }
+}
+
+CollectiveAlgo collective_algo(const std::string& a) {
+  if (a == "ring") return CollectiveAlgo::ring;
+  if (a == "tree") return CollectiveAlgo::tree;
+  if (a == "nvls") return CollectiveAlgo::nvls;
+  if (a == "direct") return CollectiveAlgo::direct;
+  return CollectiveAlgo::automatic;
+}
+
+CollectiveJob job_of(const trace::Op& op, const std::vector<int>& devices) {
+  CollectiveJob j;
+  j.kind = collective_kind(op.kind);
+  j.algo = collective_algo(op.algorithm);
+  j.bytes = op.bytes;
+  j.gpus = devices;
+  return j;
+}
+
+Topology topology(const config::GpuConfig& g) { return Topology(g.system, g.nvlink, g.nvswitch, g.nic); }
+
+[[noreturn]] void op_error(const trace::Op& op, const std::string& msg) {
+  throw UserError(op.loc.str() + ": op '" + op.name + "': " + msg);
+}
+
+}  // namespace
+
+Placement place(const config::LoadedConfig& cfg, const trace::Trace& t) {
+  Placement p;
+  const config::GpuConfig& g = cfg.chip.gpu;
+  const int gpus = g.system.gpus();
+  const Topology topo = topology(g);
+  std::set<int> used;
+  for (const auto& op : t.ops) {
+    std::vector<int> d = op.devices;
+    if (op.all_devices) {
+      d.clear();
+      for (int i = 0; i < gpus; ++i) d.push_back(i);
+    }
+    for (int x : d)
+      if (x >= gpus)
+        op_error(op, "is placed on device " + std::to_string(x) + ", but the system has " + std::to_string(gpus) +
+                         (gpus == 1 ? " GPU (a multi-GPU system config is under configs/systems/)"
+                                    : " GPUs (system.domains x system.gpus_per_domain)"));
+    if (op.is_collective()) {
+      if (d.size() < 2 && op.kind != trace::OpKind::send_recv)
+        op_error(op, "a collective needs at least two GPUs; this system has " + std::to_string(gpus) +
+                         " (a multi-GPU system config is under configs/systems/)");
+      const std::string why = unsupported(topo, job_of(op, d));
+      if (!why.empty()) op_error(op, why);
+    } else {
+      used.insert(d.begin(), d.end());
+    }
+    p.devices.push_back(std::move(d));
+  }
+  if (g.system.detail == "representative") {
+    const std::vector<int>* first = nullptr;
+    for (size_t i = 0; i < t.ops.size(); ++i) {
+      if (t.ops[i].is_collective()) continue;
+      if (!first) first = &p.devices[i];
+      else if (p.devices[i] != *first)
+        op_error(t.ops[i], "runs on GPUs " + t.ops[i].devices_text() + ", unlike the ops before it; system.detail: "
+                           "representative mirrors one GPU and needs every compute op on the same GPUs (use detail: full)");
+    }
+    p.representative = true;
+    if (first) p.simulated = {first->front()};
+  } else {
+    p.simulated.assign(used.begin(), used.end());
+  }
+  return p;
+}
 
 std::vector<lower::LoweredOp> lower_all(const config::LoadedConfig& cfg, const trace::Trace& t) {
   if (cfg.chip.kind != "gpu") {
     lower::lower_accelerator(cfg, t);  // throws for what the accelerator cannot run
     return {};
   }
+  place(cfg, t);
   lower::Lowering lowering(cfg.chip.gpu);
   std::vector<lower::LoweredOp> out;
   out.reserve(t.ops.size());
   for (const auto& op : t.ops) {
+    if (op.is_collective()) {
+      out.emplace_back();
+      continue;
+    }
     out.push_back(lowering.lower(op));
     spdlog::debug("lowered {} ({} {}): {}", op.name, trace::op_kind_name(op.kind), op.shape_text(),
                   out.back().program->description);
@@ -41,31 +132,82 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
     for (const auto& op : out.accel_ops) out.end_s = std::max(out.end_s, op.end_s);
     return;
   }
+  const config::GpuConfig& g = cfg.chip.gpu;
   std::vector<lower::LoweredOp> lowered = lower_all(cfg, t);
-  out.ops.resize(t.ops.size());
-  std::vector<KernelRun> runs(t.ops.size());
-  std::vector<std::vector<size_t>> preds(t.ops.size());
-  std::map<int, size_t> last_on_stream;
-  for (size_t i = 0; i < t.ops.size(); ++i) {
-    runs[i].index = static_cast<int>(i);
-    runs[i].program = lowered[i].program;
-    preds[i] = t.ops[i].deps;
-    auto it = last_on_stream.find(t.ops[i].stream);
-    if (it != last_on_stream.end()) preds[i].push_back(it->second);
-    last_on_stream[t.ops[i].stream] = i;
+  const Placement placement = place(cfg, t);
+  out.gpus = g.system.gpus();
+  out.simulated_gpus = placement.simulated;
+  out.representative = placement.representative;
+
+  // One GPU model per simulated GPU; device 0 keeps the plain name "gpu".
+  std::vector<std::unique_ptr<GpuSystem>> systems;
+  std::map<int, CtaDispatcher*> dispatcher_of;
+  std::vector<CtaDispatcher*> dispatchers;
+  for (int d : placement.simulated) {
+    const std::string name = d == 0 ? "gpu" : "gpu" + std::to_string(d);
+    systems.push_back(std::make_unique<GpuSystem>(name.c_str(), g, out.stats));
+    dispatcher_of[d] = &systems.back()->dispatcher();
+    dispatchers.push_back(&systems.back()->dispatcher());
+  }
+  bool any_collective = false;
+  for (const auto& op : t.ops) any_collective = any_collective || op.is_collective();
+  std::unique_ptr<Fabric> fabric;
+  if (any_collective) fabric = std::make_unique<Fabric>("fabric", topology(g), out.stats);
+
+  const size_t n = t.ops.size();
+  out.ops.resize(n);
+  std::vector<std::vector<KernelRun>> runs(n);
+  std::vector<DriverOp> dops(n);
+  std::vector<std::vector<size_t>> preds(n);
+  std::map<std::pair<int, int>, size_t> last_on_stream;  // (device, stream) -> op
+  for (size_t i = 0; i < n; ++i) {
+    const trace::Op& op = t.ops[i];
+    OpResult& r = out.ops[i];
+    r.devices = placement.devices[i];
+    r.collective = op.is_collective();
+    if (r.collective) {
+      r.job = job_of(op, r.devices);
+      dops[i].collective = &r.job;
+      dops[i].collective_run = &r.coll;
+    } else {
+      for (int d : r.devices)
+        if (dispatcher_of.count(d)) runs[i].emplace_back();
+      for (KernelRun& k : runs[i]) {
+        k.index = static_cast<int>(i);
+        k.program = lowered[i].program;
+      }
+      size_t k = 0;
+      for (int d : r.devices)
+        if (dispatcher_of.count(d)) dops[i].kernels.emplace_back(&runs[i][k++], dispatcher_of[d]);
+    }
+    preds[i] = op.deps;
+    for (int d : r.devices) {
+      auto it = last_on_stream.find({d, op.stream});
+      if (it != last_on_stream.end()) preds[i].push_back(it->second);
+      last_on_stream[{d, op.stream}] = i;
+    }
     std::sort(preds[i].begin(), preds[i].end());
     preds[i].erase(std::unique(preds[i].begin(), preds[i].end()), preds[i].end());
   }
 
-  GpuSystem gpu("gpu", cfg.chip.gpu, out.stats);
-  WorkloadDriver driver("driver", gpu.dispatcher(), runs, std::move(preds), cfg.chip.gpu.kernels.launch_gap_s);
+  WorkloadDriver driver("driver", dops, std::move(preds), g.kernels.launch_gap_s, dispatchers, fabric.get(),
+                        g.collectives);
   sc_core::sc_start();
-  if (!driver.all_done()) throw std::logic_error("simulation ended with kernels unfinished");
-  gpu.finalize(sc_core::sc_time_stamp().to_seconds());
-  for (size_t i = 0; i < runs.size(); ++i) {
-    out.ops[i].lowered = std::move(lowered[i]);
-    out.ops[i].run = runs[i];
-    out.end_s = std::max(out.end_s, runs[i].end_s);
+  if (!driver.all_done()) throw std::logic_error("simulation ended with ops unfinished");
+  const double end = sc_core::sc_time_stamp().to_seconds();
+  for (auto& sys : systems) sys->finalize(end);
+  for (size_t i = 0; i < n; ++i) {
+    OpResult& r = out.ops[i];
+    r.lowered = std::move(lowered[i]);
+    r.start_s = dops[i].start_s;
+    r.end_s = dops[i].end_s;
+    if (!r.collective) {
+      r.run = runs[i].front();
+      for (const KernelRun& k : runs[i]) r.all_devices += k.counters;
+      // Representative detail: the mirrored GPUs did what the simulated one did.
+      if (placement.representative && r.devices.size() > 1) r.all_devices.scale(static_cast<double>(r.devices.size()));
+    }
+    out.end_s = std::max(out.end_s, r.end_s);
   }
 }
 

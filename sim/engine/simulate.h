@@ -8,6 +8,7 @@
 
 #include "models/accelerator/accelerator.h"
 #include "models/common/stats.h"
+#include "models/interconnect/collective.h"
 #include "models/sm/kernel_run.h"
 #include "sim/config/config_loader.h"
 #include "sim/lower/lowering.h"
@@ -16,8 +17,14 @@
 namespace xpusim::engine {
 
 struct OpResult {
-  lower::LoweredOp lowered;
-  KernelRun run;
+  lower::LoweredOp lowered;  // compute ops (program is null for a collective)
+  KernelRun run;             // compute: the kernel on the op's first GPU (the per-device view)
+  OpCounters all_devices;    // compute: the counters summed over every GPU it ran on
+  std::vector<int> devices;  // the GPUs it ran on
+  bool collective = false;
+  CollectiveJob job;
+  CollectiveRun coll;
+  double start_s = 0, end_s = 0;  // the whole op, over all its GPUs
 };
 
 struct SimResult {
@@ -25,9 +32,22 @@ struct SimResult {
   std::vector<accel::AccelOp> accel_ops;  // kind accelerator
   StatRegistry stats;
   double end_s = 0;
+  int gpus = 1;                      // GPUs in the system
+  std::vector<int> simulated_gpus;   // GPUs whose SMs and memory were simulated
+  bool representative = false;       // one GPU simulated, the others mirror it
 };
 
-// Lowers every op (throws UserError if the chip cannot run one) without simulating.
+// Where each op runs, checked against the system: every device exists, collectives can run
+// over the system's links, and representative detail has one set of GPUs to mirror.
+struct Placement {
+  std::vector<std::vector<int>> devices;  // per op
+  std::vector<int> simulated;             // GPUs that get SMs and memory
+  bool representative = false;
+};
+Placement place(const config::LoadedConfig& cfg, const trace::Trace& t);
+
+// Lowers every op (throws UserError if the chip cannot run one, or the system cannot place
+// it) without simulating.
 std::vector<lower::LoweredOp> lower_all(const config::LoadedConfig& cfg, const trace::Trace& t);
 
 void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult& out);

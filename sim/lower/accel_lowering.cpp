@@ -81,6 +81,9 @@ std::vector<accel::AccelOp> lower_accelerator(const config::LoadedConfig& cfg, c
   for (const Op& op : t.ops) {
     if (op.min_bytes() > cfg.chip.accel.dram.capacity_bytes)
       throw UserError(op.loc.str() + ": op '" + op.name + "' needs more memory than the accelerator's DRAM");
+    if (!op.is_collective() && (op.all_devices || op.devices != std::vector<int>{0}))
+      throw UserError(op.loc.str() + ": op '" + op.name + "' is placed on device " + op.devices_text() +
+                      "; the accelerator model is one chip (device 0)");
     const double eb = dtype_bytes(op.dtype);
     switch (op.kind) {
       case OpKind::gemm:
@@ -131,6 +134,9 @@ std::vector<accel::AccelOp> lower_accelerator(const config::LoadedConfig& cfg, c
         break;
       }
       default:
+        if (op.is_collective())
+          throw UserError(op.loc.str() + ": op '" + op.name + "': kind " + trace::op_kind_name(op.kind) +
+                          " is a collective between GPUs; the accelerator model is one chip without links");
         throw UserError(op.loc.str() + ": op '" + op.name + "': kind " + trace::op_kind_name(op.kind) +
                         " is a GPU microbenchmark; the accelerator does not run it");
     }

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <filesystem>
 #include <sstream>
 
 #include "models/energy/energy_table.h"
+#include "models/interconnect/collective.h"
 #include "sim/config/units.h"
 #include "sim/report/json_writer.h"
 #include "sim/version.h"
@@ -30,8 +32,9 @@ const char* classify(const Metrics& m) {
   return best->v >= kSaturated ? best->name : "latency";
 }
 
+// `devices`: GPUs the counters cover; capacities (SMs, slices, channels) are multiplied by it.
 Metrics metrics(const OpCounters& c, double start, double end, double flops, double peak_tflops, double min_bytes,
-                double resident_capacity, const config::GpuConfig& g) {
+                double resident_capacity, const config::GpuConfig& g, double devices = 1) {
   Metrics m;
   m.start_s = start;
   m.end_s = end;
@@ -43,19 +46,20 @@ Metrics metrics(const OpCounters& c, double start, double end, double flops, dou
   m.tflops = flops / t / 1e12;
   m.peak_tflops = peak_tflops;
   m.fraction_of_peak = peak_tflops > 0 ? m.tflops / peak_tflops : 0;
-  m.tensor_util = c.tensor_busy_s / (t * g.sm.count);
-  m.simt_util = c.simt_busy_s / (t * g.sm.count);
-  m.sm_util = resident_capacity > 0 ? c.cta_resident_s / (t * resident_capacity) : 0;
+  m.tensor_util = c.tensor_busy_s / (t * g.sm.count * devices);
+  m.simt_util = c.simt_busy_s / (t * g.sm.count * devices);
+  m.sm_util = resident_capacity > 0 ? c.cta_resident_s / (t * resident_capacity * devices) : 0;
   m.l2_read_bytes = c.l2_read_bytes;
   m.l2_write_bytes = c.l2_write_bytes;
   m.hbm_read_bytes = c.hbm_read_bytes;
   m.hbm_write_bytes = c.hbm_write_bytes;
   m.l2_bandwidth = (c.l2_read_bytes + c.l2_write_bytes) / t;
   m.hbm_bandwidth = (c.hbm_read_bytes + c.hbm_write_bytes) / t;
-  m.l2_bandwidth_util = m.l2_bandwidth / g.l2.bandwidth;
-  m.hbm_bandwidth_util = m.hbm_bandwidth / g.hbm.peak_bandwidth();
-  m.l2_busy = c.l2_busy_s / (t * g.l2.slices);
-  m.hbm_busy = c.hbm_busy_s / (t * g.hbm.channel_count());
+  m.l2_bandwidth_util = m.l2_bandwidth / (g.l2.bandwidth * devices);
+  m.hbm_bandwidth_util = m.hbm_bandwidth / (g.hbm.peak_bandwidth() * devices);
+  m.l2_busy = c.l2_busy_s / (t * g.l2.slices * devices);
+  m.hbm_busy = c.hbm_busy_s / (t * g.hbm.channel_count() * devices);
+  m.nvlink_bytes = c.nvlink_bytes;
   const double sectors = c.l2_read_hit_sectors + c.l2_read_miss_sectors;
   m.l2_hit_rate = sectors > 0 ? c.l2_read_hit_sectors / sectors : 0;
   const double l1_sectors = c.l1_hit_sectors + c.l1_miss_sectors;
@@ -92,6 +96,17 @@ void write_metrics(JsonWriter& w, const Metrics& m) {
     w.key("microbenchmark").begin_object();
     w.field("access_latency_s", m.access_latency_s).field("access_latency_cycles", m.access_latency_s * m.cycles / (m.time_s > 0 ? m.time_s : 1));
     w.field("timed_bandwidth", m.timed_bandwidth);
+    w.end_object();
+  }
+  if (m.collective) {
+    w.key("collective").begin_object();
+    w.field("algorithm", m.algorithm).field("bytes", m.coll_bytes);
+    w.field("algbw", m.algbw).field("busbw", m.busbw).field("bus_factor", m.bus_factor);
+    w.field("link_payload_bandwidth", m.link_payload_bw);
+    w.field("nvlink_port_utilisation", m.nvlink_util).field("nic_utilisation", m.nic_util);
+    w.field("nvlink_bytes", m.nvlink_bytes).field("nic_bytes", m.nic_bytes).field("transfers", m.transfers);
+    w.field("dependent_hops", static_cast<long long>(m.steps)).field("slices_per_chunk", static_cast<long long>(m.slices));
+    w.field("channels", static_cast<long long>(m.channels));
     w.end_object();
   }
   w.field("bound", m.bound);
@@ -198,6 +213,7 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
     OpReport o = describe_op(op);
     o.lowering = x.description;
     o.mappings = x.gemms;
+    o.devices = {0};
     o.ctas = static_cast<long long>(x.tiles);
     Metrics& m = o.m;
     m.start_s = x.start_s;
@@ -274,12 +290,81 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
   for (Dtype d : {Dtype::tf32, Dtype::fp16, Dtype::bf16, Dtype::fp8_e4m3, Dtype::int8, Dtype::int4, Dtype::fp4})
     rep.tensor_peak_tflops.emplace_back(d == Dtype::fp8_e4m3 ? "fp8" : dtype_name(d), tensor_peak(d, false));
 
+  rep.gpus = r.gpus;
+  rep.simulated_gpus = r.simulated_gpus;
+  rep.representative = r.representative;
+  if (r.gpus > 1) {
+    std::ostringstream note;
+    note << r.gpus << " GPUs (" << g.system.domains << " NVLink domain" << (g.system.domains > 1 ? "s" : "") << " of "
+         << g.system.gpus_per_domain << "); ";
+    if (r.representative)
+      note << "GPU " << (r.simulated_gpus.empty() ? 0 : r.simulated_gpus.front())
+           << " simulated in detail, the others mirror it (system.detail: representative); collectives over every link";
+    else
+      note << r.simulated_gpus.size() << " GPU" << (r.simulated_gpus.size() == 1 ? "" : "s")
+           << " with compute simulated in detail; collectives over every link";
+    rep.system_note = note.str();
+  }
+  const Topology topo(g.system, g.nvlink, g.nvswitch, g.nic);
+
   OpCounters total;
   double total_flops = 0, total_min_bytes = 0, total_resident_capacity = 0;
+  std::vector<OpCounters> op_counters(t.ops.size());  // what each op's energy is priced on
   for (size_t i = 0; i < t.ops.size(); ++i) {
     const trace::Op& op = t.ops[i];
     const engine::OpResult& res = r.ops[i];
     OpReport o = describe_op(op);
+    o.devices = res.devices;
+    if (res.collective) {
+      const CollectiveRun& c = res.coll;
+      o.lowering = c.description;
+      Metrics& m = o.m;
+      m.start_s = res.start_s;
+      m.end_s = res.end_s;
+      m.time_s = res.end_s - res.start_s;
+      m.cycles = m.time_s * g.sm.clock_hz;
+      m.collective = true;
+      m.algorithm = collective_algo_name(c.algo);
+      m.coll_bytes = op.bytes;
+      const int n = static_cast<int>(res.devices.size());
+      m.bus_factor = bus_factor(res.job.kind, n);
+      m.algbw = m.time_s > 0 ? op.bytes / m.time_s : 0;
+      m.busbw = m.algbw * m.bus_factor;
+      bool cross = false;
+      m.link_payload_bw = std::numeric_limits<double>::infinity();
+      for (int d : res.devices) {
+        cross = cross || topo.domain_of(d) != topo.domain_of(res.devices.front());
+        m.link_payload_bw = std::min(m.link_payload_bw, topo.nvlink_rate(d));
+      }
+      if (cross) m.link_payload_bw = std::min(m.link_payload_bw, topo.nic_rate() * c.channels);
+      m.nvlink_bytes = c.traffic.nvlink_bytes;
+      m.nic_bytes = c.traffic.nic_bytes;
+      m.transfers = c.transfers;
+      m.steps = c.steps;
+      m.slices = c.slices;
+      m.channels = c.channels;
+      // The busiest direction of any participant's ports or NIC. (In-switch reduction moves
+      // (1 + 1/n) x size per port rather than the 2(n-1)/n the bus factor assumes, so its busbw
+      // may exceed the links' rate while its ports are not full.)
+      const double tt = m.time_s > 0 ? m.time_s : 1e-30;
+      auto busiest = [&](const std::vector<double>& v, bool nvlink) {
+        double u = 0;
+        for (size_t d = 0; d < v.size(); ++d) {
+          const double rate = nvlink ? topo.nvlink_rate(static_cast<int>(d)) : topo.nic_rate();
+          if (rate > 0) u = std::max(u, v[d] / tt / rate);
+        }
+        return u;
+      };
+      m.nvlink_util = std::max(busiest(c.traffic.nvlink_tx, true), busiest(c.traffic.nvlink_rx, true));
+      m.nic_util = std::max(busiest(c.traffic.nic_tx, false), busiest(c.traffic.nic_rx, false));
+      m.bound = std::max(m.nvlink_util, m.nic_util) < kSaturated ? "latency"
+                : m.nic_util >= m.nvlink_util                    ? "network (NIC) bandwidth"
+                                                                 : "NVLink bandwidth";
+      op_counters[i].nvlink_bytes = c.traffic.nvlink_bytes;
+      total.nvlink_bytes += c.traffic.nvlink_bytes;
+      rep.ops.push_back(o);
+      continue;
+    }
     o.lowering = res.lowered.program->description;
     o.ctas = static_cast<long long>(res.lowered.program->num_ctas());
     o.waves = res.lowered.waves;
@@ -294,14 +379,16 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
       o.m.timed_bandwidth = timed > 0 ? prog.timed_bytes / timed : 0;
     }
     rep.ops.push_back(o);
-    total += res.run.counters;
-    total_flops += op.flops();
-    total_min_bytes += op.min_bytes();
+    op_counters[i] = res.run.counters;
+    const double copies = static_cast<double>(res.devices.size());
+    total += res.all_devices;
+    total_flops += op.flops() * copies;
+    total_min_bytes += op.min_bytes() * copies;
     total_resident_capacity = std::max(total_resident_capacity, capacity);
   }
   // Whole-run utilisation of SM slots is not meaningful across kernels of different occupancy;
-  // the total reports it against the largest.
-  rep.total = metrics(total, 0, r.end_s, total_flops, 0, total_min_bytes, total_resident_capacity, g);
+  // the total reports it against the largest. Capacities are the whole system's.
+  rep.total = metrics(total, 0, r.end_s, total_flops, 0, total_min_bytes, total_resident_capacity, g, r.gpus);
   if (cfg.energy_table) {
     const energy::Table& table = *cfg.energy_table;
     rep.energy_table = std::filesystem::proximate(table.file).string();
@@ -311,16 +398,21 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     rep.max_clock_at_voltage = energy::max_clock(table, g.sm.clock_hz, rep.voltage);
     rep.static_power = table.static_power_w * g.noc.dies * energy::static_scale(table, rep.voltage);
     rep.idle_power = table.idle_power_w * g.noc.dies;
+    // DRAM refresh of the simulated GPUs; GPUs not simulated refresh as much.
     double refreshes = 0;
     for (const Stat& st : r.stats.all())
       if (st.name.size() > 10 && st.name.rfind(".refreshes") == st.name.size() - 10) refreshes += st.value;
+    if (!r.simulated_gpus.empty()) refreshes *= static_cast<double>(r.gpus) / static_cast<double>(r.simulated_gpus.size());
     const double static_w = table.static_power_w * g.noc.dies;
-    // Refresh belongs to no kernel: each op gets the share of its own duration.
+    // Refresh belongs to no kernel: each op gets the share of its own duration (per GPU).
     for (size_t i = 0; i < rep.ops.size(); ++i) {
       Metrics& m = rep.ops[i].m;
-      add_energy(m, r.ops[i].run.counters, r.end_s > 0 ? refreshes * m.time_s / r.end_s : 0, table, rep.voltage, static_w);
+      const double per_gpu = r.end_s > 0 ? refreshes / r.gpus * m.time_s / r.end_s : 0;
+      // A collective's energy is its links' and its participants' leakage; a compute op's is one GPU's.
+      const double gpus_here = r.ops[i].collective ? static_cast<double>(r.ops[i].devices.size()) : 1.0;
+      add_energy(m, op_counters[i], r.ops[i].collective ? 0 : per_gpu, table, rep.voltage, static_w * gpus_here);
     }
-    add_energy(rep.total, total, refreshes, table, rep.voltage, static_w);
+    add_energy(rep.total, total, refreshes, table, rep.voltage, static_w * r.gpus);
     if (t.tokens > 0) rep.total.joules_per_token = rep.total.energy_j / t.tokens;
   }
   for (const Stat& s : r.stats.all()) {
@@ -353,6 +445,16 @@ std::string to_json(const Report& rep) {
   for (const auto& [d, v] : rep.tensor_peak_tflops) w.field(d, v);
   w.end_object();
   w.end_object();
+  if (rep.gpus > 1) {
+    w.key("system").begin_object();
+    w.field("gpus", static_cast<long long>(rep.gpus));
+    w.field("detail", rep.representative ? "representative" : "full");
+    w.key("simulated_gpus").begin_array();
+    for (int d : rep.simulated_gpus) w.value(static_cast<long long>(d));
+    w.end_array();
+    w.field("note", rep.system_note);
+    w.end_object();
+  }
   w.key("total").begin_object();
   write_metrics(w, rep.total);
   w.end_object();
@@ -361,6 +463,11 @@ std::string to_json(const Report& rep) {
     w.begin_object();
     w.field("name", o.name).field("kind", o.kind).field("dtype", o.dtype).field("out_dtype", o.out_dtype);
     w.field("shape", o.shape).field("stream", static_cast<long long>(o.stream));
+    if (rep.gpus > 1) {
+      w.key("devices").begin_array();
+      for (int d : o.devices) w.value(static_cast<long long>(d));
+      w.end_array();
+    }
     w.key("lowering").begin_object().field("description", o.lowering).field("ctas", o.ctas)
         .field("ctas_per_sm", static_cast<long long>(o.ctas_per_sm)).field("waves", o.waves).end_object();
     if (!o.mappings.empty()) {
@@ -434,6 +541,14 @@ std::vector<std::vector<std::string>> rows(const Report& rep, size_t max_ops) {
     out.push_back({"op", "kind", "dtype", "shape", "time", "TFLOP/s", "of peak", "TC util", "HBM", "L2 hit", "bound"});
   for (const OpReport* o : order) {
     const Metrics& m = o->m;
+    if (m.collective) {
+      // A collective has no FLOPs: its bus bandwidth takes the throughput column, its busiest
+      // link's use the utilisation column.
+      out.push_back({o->name, o->kind, m.algorithm, o->shape, units::format(m.time_s, units::Dim::Time),
+                     "bus " + units::format(m.busbw, units::Dim::Bandwidth), "-",
+                     "link " + pct(std::max(m.nvlink_util, m.nic_util)), "-", "-", m.bound});
+      continue;
+    }
     if (rep.accelerator)
       out.push_back({o->name, o->kind, o->dtype, o->shape, units::format(m.time_s, units::Dim::Time), fmt("%.3g", m.tflops),
                      pct(m.fraction_of_peak), pct(m.tensor_util), pct(m.simt_util),
@@ -478,6 +593,7 @@ std::string terminal_table(const Report& rep, size_t max_ops) {
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   std::ostringstream os;
   os << rep.config_name << " running " << rep.trace_name << " (" << rep.ops.size() << " ops)\n";
+  if (!rep.system_note.empty()) os << rep.system_note << "\n";
   for (const auto& row : r) {
     for (size_t i = 0; i < row.size(); ++i) {
       os << row[i];
@@ -494,6 +610,7 @@ std::string to_markdown(const Report& rep, double wall_s) {
   std::ostringstream os;
   os << "# xpusim report: " << rep.config_name << " running " << rep.trace_name << "\n\n";
   os << "Config `" << rep.config_file << "`, trace `" << rep.trace_file << "`, xpusim " << rep.version << ".\n\n";
+  if (!rep.system_note.empty()) os << "System: " << rep.system_note << ".\n\n";
   os << total_line(rep) << ".\n\n";
   const auto r = rows(rep, 200);
   for (size_t i = 0; i < r.size(); ++i) {
@@ -510,6 +627,38 @@ std::string to_markdown(const Report& rep, double wall_s) {
   for (const auto& o : rep.ops) os << "- `" << o.name << "`: " << o.lowering << "\n";
   os << "\nSimulated in " << fmt("%.2f", wall_s) << " s of wall time.\n";
   return os.str();
+}
+
+std::string to_timeline(const Report& rep) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("displayTimeUnit").value("ns");
+  w.key("traceEvents").begin_array();
+  std::vector<int> gpus;
+  for (const OpReport& o : rep.ops)
+    for (int d : o.devices)
+      if (std::find(gpus.begin(), gpus.end(), d) == gpus.end()) gpus.push_back(d);
+  std::sort(gpus.begin(), gpus.end());
+  for (int d : gpus) {
+    w.begin_object().field("name", "process_name").field("ph", "M").field("pid", static_cast<long long>(d));
+    w.key("args").begin_object().field("name", rep.config_name + " GPU " + std::to_string(d)).end_object();
+    w.end_object();
+  }
+  for (const OpReport& o : rep.ops)
+    for (int d : o.devices) {
+      const Metrics& m = o.m;
+      w.begin_object().field("name", o.name).field("cat", o.kind).field("ph", "X");
+      w.field("ts", m.start_s * 1e6).field("dur", m.time_s * 1e6);
+      w.field("pid", static_cast<long long>(d)).field("tid", static_cast<long long>(o.stream));
+      w.key("args").begin_object().field("shape", o.shape).field("bound", m.bound);
+      if (m.collective) w.field("algorithm", m.algorithm).field("busbw_GBps", m.busbw / 1e9);
+      else w.field("tflops", m.tflops);
+      w.end_object();
+      w.end_object();
+    }
+  w.end_array();
+  w.end_object();
+  return w.str();
 }
 
 }  // namespace xpusim::report

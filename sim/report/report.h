@@ -33,6 +33,14 @@ struct Metrics {
   double instructions = 0;  // lane instructions (SIMT, memory) + matrix instructions
   double ops = 0;           // flops (or integer ops) counted for TOPS/W
   double joules_per_token = 0;
+  // Collectives (nccl-tests' terms: algbw = size / time, busbw = algbw x the bus factor)
+  bool collective = false;
+  std::string algorithm;
+  double coll_bytes = 0, algbw = 0, busbw = 0, bus_factor = 0;
+  double link_payload_bw = 0;  // payload rate per direction of the slowest participant's ports
+  double nvlink_bytes = 0, nic_bytes = 0, transfers = 0;
+  double nvlink_util = 0, nic_util = 0;  // busiest direction of a participant's ports, NICs
+  int steps = 0, slices = 0, channels = 0;
 };
 
 struct OpReport {
@@ -41,6 +49,7 @@ struct OpReport {
   double waves = 0;
   int ctas_per_sm = 0;
   int stream = 0;
+  std::vector<int> devices;  // the GPUs it ran on
   Metrics m;
   std::vector<accel::AccelOp::Part> mappings;  // accelerator: each GEMM's chosen mapping
 };
@@ -49,6 +58,10 @@ struct Report {
   std::string version;
   std::string config_name, config_file, trace_name, trace_file;
   int sms = 0;
+  int gpus = 1;                     // GPUs in the system
+  std::vector<int> simulated_gpus;  // whose SMs and memory were simulated
+  bool representative = false;      // one simulated, the others mirror it
+  std::string system_note;          // how the system was simulated, in words
   bool accelerator = false;  // a dataflow accelerator: MAC array, SFUs and DRAM rather than SMs, L2 and HBM
   std::string energy_table, energy_node;
   double voltage = 0, nominal_voltage = 0, max_clock_at_voltage = 0, static_power = 0, idle_power = 0;
@@ -66,5 +79,8 @@ std::string to_json(const config::LoadedConfig& cfg, const trace::Trace& t, cons
 std::string to_csv(const Report& rep);
 std::string to_markdown(const Report& rep, double wall_s);
 std::string terminal_table(const Report& rep, size_t max_ops);
+// Chrome trace-event JSON (chrome://tracing, Perfetto): one process per GPU, one thread per
+// stream, one slice per op on each GPU it ran on.
+std::string to_timeline(const Report& rep);
 
 }  // namespace xpusim::report

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -33,10 +35,17 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
       {OpKind::strided_read, {"footprint", "stride", "access", "passes"}},
       {OpKind::instruction_loop, {"instruction", "count", "warps", "macs_per_instruction"}},
       {OpKind::delay, {"duration"}},
+      {OpKind::all_reduce, {"bytes", "algorithm"}},
+      {OpKind::all_gather, {"bytes", "algorithm"}},
+      {OpKind::reduce_scatter, {"bytes", "algorithm"}},
+      {OpKind::all_to_all, {"bytes", "algorithm"}},
+      {OpKind::broadcast, {"bytes", "algorithm"}},
+      {OpKind::send_recv, {"bytes", "algorithm"}},
   };
   return keys;
 }
-const std::vector<std::string> kCommonKeys = {"name", "kind", "dtype", "out_dtype", "stream", "device", "deps"};
+const std::vector<std::string> kCommonKeys = {"name", "kind", "dtype", "out_dtype", "stream", "device", "devices", "deps"};
+constexpr int64_t kMaxDevice = 4095;
 
 std::vector<std::string> kind_names() {
   std::vector<std::string> v;
@@ -105,6 +114,31 @@ int64_t checked_product(const Ctx& cx, const YAML::Node& at, const std::string& 
     if (__builtin_mul_overflow(p, x, &p) || p > (int64_t{1} << 50))
       fail(cx.at(at), key, "sizes multiply to more than 2^50 elements");
   return p;
+}
+
+// `devices`: a list of GPU indices, "all", or a range "a-b".
+void parse_devices(const Ctx& cx, const YAML::Node& n, const std::string& key, Op& o) {
+  o.devices.clear();
+  o.all_devices = false;
+  if (n.IsScalar() && n.Scalar() == "all") {
+    o.all_devices = true;
+    return;
+  }
+  if (n.IsScalar()) {
+    long long a = -1, b = -1;
+    char tail = 0;
+    if (std::sscanf(n.Scalar().c_str(), "%lld-%lld%c", &a, &b, &tail) != 2 || a < 0 || b < a || b > kMaxDevice)
+      fail(cx.at(n), key, "'" + n.Scalar() + "': expected a list of device indices, a range such as \"0-7\", or all");
+    for (long long d = a; d <= b; ++d) o.devices.push_back(static_cast<int>(d));
+    return;
+  }
+  if (!n.IsSequence() || n.size() == 0) fail(cx.at(n), key, "expected a non-empty list of device indices, a range such as \"0-7\", or all");
+  for (size_t i = 0; i < n.size(); ++i) {
+    const int d = static_cast<int>(get_int(cx, n[i], key + "[" + std::to_string(i) + "]", 0, kMaxDevice));
+    if (std::find(o.devices.begin(), o.devices.end(), d) != o.devices.end())
+      fail(cx.at(n[i]), key, "device " + std::to_string(d) + " is listed twice");
+    o.devices.push_back(d);
+  }
 }
 
 class Parser {
@@ -197,7 +231,10 @@ class Parser {
     o.dtype = n["dtype"] ? get_dtype(cx, n["dtype"], path + ".dtype") : Dtype::bf16;
     o.out_dtype = n["out_dtype"] ? get_dtype(cx, n["out_dtype"], path + ".out_dtype") : o.dtype;
     if (n["stream"]) o.stream = static_cast<int>(get_int(cx, n["stream"], path + ".stream", 0, 1023));
-    if (n["device"]) o.device = static_cast<int>(get_int(cx, n["device"], path + ".device", 0, 0));
+    if (n["device"] && n["devices"]) fail(cx.at(n["devices"]), path + ".devices", "give either device or devices, not both");
+    if (o.is_collective()) o.all_devices = true, o.devices.clear();
+    if (n["device"]) o.devices = {static_cast<int>(get_int(cx, n["device"], path + ".device", 0, kMaxDevice))}, o.all_devices = false;
+    if (n["devices"]) parse_devices(cx, n["devices"], path + ".devices", o);
 
     switch (o.kind) {
       case OpKind::gemm:
@@ -292,6 +329,35 @@ class Parser {
         if (!(o.duration_s >= 0 && o.duration_s <= 3600)) fail(cx.at(d), path + ".duration", "must be between 0 s and 1 h");
         break;
       }
+      case OpKind::all_reduce:
+      case OpKind::all_gather:
+      case OpKind::reduce_scatter:
+      case OpKind::all_to_all:
+      case OpKind::broadcast:
+      case OpKind::send_recv: {
+        const YAML::Node b = need("bytes");
+        if (!b.IsScalar()) fail(cx.at(b), path + ".bytes", "expected a size, e.g. 64 MiB or 67108864");
+        try {
+          o.bytes = units::parse(b.Scalar(), units::Dim::Size).value;
+        } catch (const std::invalid_argument&) {
+          o.bytes = static_cast<double>(get_int(cx, b, path + ".bytes", 0, int64_t{1} << 50));
+        }
+        if (!(o.bytes >= 0 && o.bytes <= std::pow(2.0, 50))) fail(cx.at(b), path + ".bytes", "must be between 0 and 1 PiB");
+        if (const YAML::Node a = n["algorithm"]) {
+          const std::vector<std::string> algos = {"auto", "ring", "tree", "nvls", "direct"};
+          if (!a.IsScalar() || std::find(algos.begin(), algos.end(), a.Scalar()) == algos.end()) {
+            const std::string hint = a.IsScalar() ? config::closest_match(a.Scalar(), algos) : "";
+            fail(cx.at(a), path + ".algorithm", "expected one of auto, ring, tree, nvls, direct" +
+                                                    (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+          }
+          o.algorithm = a.Scalar();
+        }
+        if (o.kind == OpKind::send_recv && (o.all_devices || o.devices.size() != 2))
+          fail(cx.at(n), path + ".devices", "a send_recv needs devices: [sender, receiver]");
+        if (!o.all_devices && o.devices.size() < 2 && o.kind != OpKind::send_recv)
+          fail(cx.at(n), path + ".devices", "a collective needs at least two devices");
+        break;
+      }
       case OpKind::instruction_loop: {
         const YAML::Node in = need("instruction");
         const std::vector<std::string> kinds = {"ffma", "hfma", "hdp4a", "hmma", "imma"};
@@ -377,6 +443,12 @@ const char* op_kind_name(OpKind k) {
     case OpKind::strided_read: return "strided_read";
     case OpKind::instruction_loop: return "instruction_loop";
     case OpKind::delay: return "delay";
+    case OpKind::all_reduce: return "all_reduce";
+    case OpKind::all_gather: return "all_gather";
+    case OpKind::reduce_scatter: return "reduce_scatter";
+    case OpKind::all_to_all: return "all_to_all";
+    case OpKind::broadcast: return "broadcast";
+    case OpKind::send_recv: return "send_recv";
   }
   return "?";
 }
@@ -426,6 +498,12 @@ double Op::flops() const {
     case OpKind::pointer_chase:
     case OpKind::strided_read:
     case OpKind::delay: return 0;
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_to_all:
+    case OpKind::broadcast:
+    case OpKind::send_recv: return 0;  // communication (an all-reduce's additions are not counted)
     case OpKind::instruction_loop: {
       const double n = static_cast<double>(count) * static_cast<double>(warps);
       if (instruction == "hmma" || instruction == "imma") return 2.0 * n * static_cast<double>(macs_per_instruction);
@@ -458,8 +536,24 @@ double Op::min_bytes() const {
     case OpKind::strided_read: return static_cast<double>(footprint / stride) * static_cast<double>(access);
     case OpKind::instruction_loop:
     case OpKind::delay: return 0;
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_to_all:
+    case OpKind::broadcast:
+    case OpKind::send_recv: return 0;  // what crosses the links is in the report
   }
   return 0;
+}
+
+std::string Op::devices_text() const {
+  if (all_devices) return "all";
+  bool range = devices.size() > 2;
+  for (size_t i = 1; i < devices.size(); ++i) range = range && devices[i] == devices[i - 1] + 1;
+  if (range) return std::to_string(devices.front()) + "-" + std::to_string(devices.back());
+  std::string s;
+  for (int d : devices) s += (s.empty() ? "" : ",") + std::to_string(d);
+  return s;
 }
 
 std::string Op::shape_text() const {
@@ -478,6 +572,12 @@ std::string Op::shape_text() const {
  case OpKind::instruction_loop:
       return std::to_string(warps) + " warps x " + std::to_string(count) + " " + instruction;
     case OpKind::delay: return units::format(duration_s, units::Dim::Time);
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_to_all:
+    case OpKind::broadcast:
+    case OpKind::send_recv: return units::format(bytes, units::Dim::Size) + " on " + devices_text();
     case OpKind::strided_read:
       return "footprint " + std::to_string(footprint) + " access " + std::to_string(access) + " stride " +
              std::to_string(stride) + (passes > 1 ? " passes " + std::to_string(passes) : "");

@@ -10,7 +10,11 @@
 
 namespace xpusim::trace {
 
-enum class OpKind { gemm, elementwise, reduction, softmax, layernorm, attention, conv2d, pointer_chase, strided_read, instruction_loop, delay };
+enum class OpKind {
+  gemm, elementwise, reduction, softmax, layernorm, attention, conv2d, pointer_chase, strided_read, instruction_loop, delay,
+  // Collectives over the system's GPUs (models/interconnect/collective.h)
+  all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv
+};
 const char* op_kind_name(OpKind k);
 
 struct Op {
@@ -19,7 +23,11 @@ struct Op {
   Dtype dtype = Dtype::bf16;
   Dtype out_dtype = Dtype::bf16;
   int stream = 0;
-  int device = 0;
+  // The GPUs the op runs on: a compute op runs the same kernel on each (SPMD: a tensor-parallel
+  // shard), a collective's participants exchange data. Empty with all_devices: every GPU of the
+  // system (the default for collectives); otherwise [0] unless the trace says.
+  std::vector<int> devices{0};
+  bool all_devices = false;
   std::vector<size_t> deps;  // indices of earlier ops
   SourceLoc loc;
 
@@ -52,6 +60,12 @@ struct Op {
   // delay: the device is busy for `duration_s` doing work the trace does not describe (an
   // imported kernel of unknown kind, kept as a timed gap).
   double duration_s = 0;
+  // Collectives: nccl-tests' size (collective.h: CollectiveJob::bytes) and the algorithm
+  // (auto, ring, tree, nvls, direct).
+  double bytes = 0;
+  std::string algorithm = "auto";
+
+  bool is_collective() const { return kind >= OpKind::all_reduce; }
 
   int64_t elements() const;  // elementwise/row-wise: product of shape
   int64_t rows() const;      // product of all but the last dimension
@@ -62,6 +76,7 @@ struct Op {
   double flops() const;            // useful floating-point (or integer) operations
   double min_bytes() const;        // compulsory traffic: every input read once, output written once
   std::string shape_text() const;  // "8192x8192x8192", for reports
+  std::string devices_text() const;  // "0-7", "all", "0,3"
 };
 
 struct Trace {

@@ -29,7 +29,8 @@ def gemm_flops(trace):
 
 
 def card(name):
-    return yaml.safe_load(open(os.path.join(ROOT, "configs", "models", name + ".yaml")))
+    with open(os.path.join(ROOT, "configs", "models", name + ".yaml")) as f:
+        return yaml.safe_load(f)
 
 
 class TraceGen(unittest.TestCase):
@@ -123,6 +124,61 @@ class TraceGen(unittest.TestCase):
         per_layer = (c["hidden"] * (c["heads"] + 2 * c["kv_heads"]) * 128 + c["heads"] * 128 * c["hidden"]
                      + 3 * c["hidden"] * c["ffn"])
         self.assertEqual(adam["shape"], [2 * per_layer])
+
+    def test_tensor_parallel_shards_the_work_and_all_reduces_the_activations(self):
+        m = os.path.join(ROOT, "configs/models/llama-3-70b.yaml")
+        base = ["--phase", "prefill", "--prompt", "512", "--layers", "2"]
+        _, one, _ = generate(m, *base)
+        rc, out, err = generate(m, *base, "--tp", "8")
+        self.assertEqual(rc, 0, err)
+        t1, t8 = yaml.safe_load(one), yaml.safe_load(out)
+        # Each GPU does an eighth of the GEMM work (the KV projection: 8 KV heads over 8 GPUs).
+        self.assertEqual(8 * gemm_flops(t8), gemm_flops(t1))
+        layer = t8["ops"][0]["ops"]
+        ars = [o for o in layer if o["kind"] == "all_reduce"]
+        # Two per layer (after the row-parallel projections), of the bf16 activations, over the group.
+        self.assertEqual([o["name"] for o in ars], ["o_proj_allreduce", "ffn_allreduce"])
+        c = card("llama-3-70b")
+        self.assertTrue(all(o["bytes"] == 512 * c["hidden"] * 2 and o["devices"] == "0-7" for o in ars))
+        self.assertTrue(all(o["devices"] == "0-7" for o in layer))
+        self.assertEqual(layer.index(ars[0]), [o["name"] for o in layer].index("o_proj") + 1)
+
+    def test_data_parallel_all_reduces_each_ranks_gradients(self):
+        m = os.path.join(ROOT, "configs/models/llama-2-7b.yaml")
+        rc, out, err = generate(m, "--phase", "train", "--prompt", "256", "--layers", "2", "--tp", "2", "--dp", "4")
+        self.assertEqual(rc, 0, err)
+        t = yaml.safe_load(out)
+        grads = [o for o in t["ops"] if o.get("kind") == "all_reduce"]
+        self.assertEqual([o["devices"] for o in grads], [[0, 2, 4, 6], [1, 3, 5, 7]])
+        adam = t["ops"][-1]
+        self.assertTrue(all(o["bytes"] == adam["shape"][0] * 2 for o in grads))  # a TP rank's bf16 gradients
+        # The forward's TP all-reduces are one collective per replica, on its own pair of GPUs.
+        fwd_ars = [o for o in t["ops"][0]["ops"] if o["kind"] == "all_reduce"]
+        self.assertEqual(len(fwd_ars), 2 * 4)
+        self.assertEqual(fwd_ars[0]["devices"], [0, 1])
+        bwd_ars = [o for o in t["ops"][1]["ops"] if o["kind"] == "all_reduce"]
+        self.assertEqual(len(bwd_ars), 2 * 4)  # after the QKV and FFN-up data gradients
+
+    def test_pipeline_stages_pass_activations_by_send_recv(self):
+        m = os.path.join(ROOT, "configs/models/llama-3-8b.yaml")
+        rc, out, err = generate(m, "--phase", "decode", "--batch", "8", "--layers", "6", "--pp", "3",
+                                "--microbatches", "2")
+        self.assertEqual(rc, 0, err)
+        t = yaml.safe_load(out)
+        stages = [o for o in t["ops"] if "repeat" in o]
+        self.assertEqual([o["repeat"] for o in stages], [2, 2, 2] * 2)
+        sends = [o for o in t["ops"] if o.get("kind") == "send_recv"]
+        self.assertEqual([o["devices"] for o in sends], [[0, 1], [1, 2]] * 2)
+        self.assertTrue(all(o["bytes"] == 4 * card("llama-3-8b")["hidden"] * 2 for o in sends))
+        self.assertEqual(stages[1]["ops"][0]["deps"], ["mb0.send0"])
+        # Every stage does its share: the layers' GEMMs add up to the unpipelined step.
+        _, one, _ = generate(m, "--phase", "decode", "--batch", "8", "--layers", "6")
+        self.assertEqual(gemm_flops(t), gemm_flops(yaml.safe_load(one)))
+        for bad, msg in [(["--tp", "3"], "must divide heads"), (["--dp", "2"], "applies to --phase train"),
+                         (["--pp", "2", "--microbatches", "3"], "must divide --batch")]:
+            rc, _, err = generate(m, "--phase", "decode", "--batch", "8", *bad)
+            self.assertNotEqual(rc, 0)
+            self.assertIn(msg, err)
 
     def test_bad_input_is_refused(self):
         m = os.path.join(ROOT, "configs/models/llama-2-7b.yaml")

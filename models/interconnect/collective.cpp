@@ -1,0 +1,346 @@
+#include "models/interconnect/collective.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace xpusim {
+namespace {
+
+std::string bytes_text(double b) {
+  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, b == std::floor(b) ? "%.0f %s" : "%.3g %s", b, unit[u]);
+  return buf;
+}
+
+struct Slicing {
+  int slices = 1;
+  double bytes = 0;
+};
+
+// A chunk moves as slices of collectives.slice, at most max_slices of them (bigger beyond).
+Slicing slicing(const CollectiveParams& p, double chunk) {
+  Slicing s;
+  if (chunk > p.slice_bytes) s.slices = static_cast<int>(std::min<double>(p.max_slices, std::ceil(chunk / p.slice_bytes)));
+  s.bytes = chunk / s.slices;
+  return s;
+}
+
+bool one_domain(const Topology& f, const std::vector<int>& gpus) {
+  for (int g : gpus)
+    if (f.domain_of(g) != f.domain_of(gpus.front())) return false;
+  return true;
+}
+
+// The rings a collective runs on. Within one domain: the group in its order. Across domains:
+// each domain's GPUs in a row, and one ring (channel) per GPU of the smallest domain share;
+// channel c rotates every domain's GPUs by c, so each channel leaves a domain through a
+// different GPU and NIC, as NCCL's rings do.
+std::vector<std::vector<int>> rings(const Topology& f, const std::vector<int>& gpus) {
+  if (one_domain(f, gpus)) return {gpus};
+  std::vector<int> order;
+  std::map<int, std::vector<int>> by;
+  for (int g : gpus) {
+    if (!by.count(f.domain_of(g))) order.push_back(f.domain_of(g));
+    by[f.domain_of(g)].push_back(g);
+  }
+  size_t channels = gpus.size();
+  for (const auto& [d, m] : by) channels = std::min(channels, m.size());
+  std::vector<std::vector<int>> out(channels);
+  for (size_t c = 0; c < channels; ++c)
+    for (int d : order) {
+      const auto& m = by[d];
+      for (size_t i = 0; i < m.size(); ++i) out[c].push_back(m[(i + c + 1) % m.size()]);
+    }
+  return out;
+}
+
+// `steps` ring steps over every ring at once: at each step the GPU at position p forwards to
+// p+1 what it received from p-1 at the step before (reduced with its own data in a
+// reduce-scatter, copied in an all-gather). Returns when the last slice lands.
+double ring_steps(Fabric& f, double now, double start, const std::vector<std::vector<int>>& rs, int steps,
+                  const Slicing& sl, CollectiveRun& run) {
+  const size_t n = rs.front().size(), J = static_cast<size_t>(sl.slices), C = rs.size();
+  std::vector<double> have(C * n * J, start), next(C * n * J, start);
+  auto at = [&](size_t c, size_t p, size_t j) { return (c * n + p) * J + j; };
+  for (int s = 0; s < steps; ++s) {
+    for (size_t j = 0; j < J; ++j)
+      for (size_t c = 0; c < C; ++c)
+        for (size_t p = 0; p < n; ++p) {
+          const size_t q = (p + 1) % n;
+          next[at(c, q, j)] = f.send(now, have[at(c, p, j)], rs[c][p], rs[c][q], sl.bytes, run.traffic);
+          run.transfers += 1;
+        }
+    std::swap(have, next);
+  }
+  return *std::max_element(have.begin(), have.end());
+}
+
+double run_ring(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now, double start,
+                CollectiveRun& run) {
+  const auto rs = rings(f.topo(), job.gpus);
+  const int n = static_cast<int>(job.gpus.size());
+  run.channels = static_cast<int>(rs.size());
+  const Slicing sl = slicing(p, job.bytes / run.channels / n);
+  run.slices = sl.slices;
+  run.slice_bytes = sl.bytes;
+  run.steps = job.kind == CollectiveKind::all_reduce ? 2 * (n - 1) : n - 1;
+  return ring_steps(f, now, start, rs, run.steps, sl, run);
+}
+
+// A pipelined chain (broadcast from the first GPU, or send/recv): slice j leaves hop p as soon as
+// it has landed there.
+double run_chain(Fabric& f, const CollectiveParams& p, const std::vector<int>& chain, double bytes, double now,
+                 double start, CollectiveRun& run) {
+  const Slicing sl = slicing(p, bytes);
+  run.slices = sl.slices;
+  run.slice_bytes = sl.bytes;
+  run.steps = static_cast<int>(chain.size()) - 1;
+  std::vector<double> have(static_cast<size_t>(sl.slices), start);
+  for (size_t h = 0; h + 1 < chain.size(); ++h)
+    for (auto& t : have) {
+      t = f.send(now, t, chain[h], chain[h + 1], sl.bytes, run.traffic);
+      run.transfers += 1;
+    }
+  return have.empty() ? start : *std::max_element(have.begin(), have.end());
+}
+
+// Phases of later slices are booked before the last phase of earlier ones, `kWindow` slices
+// ahead, as NCCL keeps NCCL_STEPS (8) slices in flight per channel: booking strictly slice by
+// slice would leave every port idle while a slice's latency elapses.
+constexpr int kWindow = 8;
+
+// A balanced binary tree over positions lo..hi (in-order: the middle is the root).
+int build_tree(int lo, int hi, int parent, std::vector<int>& parents, std::vector<int>& post) {
+  if (lo > hi) return -1;
+  const int mid = (lo + hi + 1) / 2;
+  parents[static_cast<size_t>(mid)] = parent;
+  build_tree(lo, mid - 1, mid, parents, post);
+  build_tree(mid + 1, hi, mid, parents, post);
+  post.push_back(mid);
+  return mid;
+}
+
+int tree_depth(const std::vector<int>& parents, int node) {
+  int d = 0;
+  for (int x = node; parents[static_cast<size_t>(x)] >= 0; x = parents[static_cast<size_t>(x)]) ++d;
+  return d;
+}
+
+// Double binary tree (NCCL's): half the data on each of two trees, the second shifted by one
+// position so that most leaves of one are inner nodes of the other. Each slice is reduced up
+// to the root, children before parents, and broadcast back down.
+double run_tree(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now, double start,
+                CollectiveRun& run) {
+  const int n = static_cast<int>(job.gpus.size());
+  std::vector<int> parents(static_cast<size_t>(n), -1), post;
+  const int root = build_tree(0, n - 1, -1, parents, post);
+  int depth = 0;
+  for (int i = 0; i < n; ++i) depth = std::max(depth, tree_depth(parents, i));
+  const int trees = n > 2 ? 2 : 1;
+  const Slicing sl = slicing(p, job.bytes / trees);
+  run.slices = sl.slices;
+  run.slice_bytes = sl.bytes;
+  run.channels = trees;
+  run.steps = 2 * depth;
+  const size_t N = static_cast<size_t>(n);
+  // reduced[(j * trees + tr) * n + node]: when every child's partial sum of slice j has landed.
+  std::vector<double> reduced(static_cast<size_t>(sl.slices * trees) * N, start);
+  auto gpu = [&](int tr, int pos) { return job.gpus[static_cast<size_t>((pos + tr) % n)]; };
+  auto reduce = [&](int j) {
+    for (int tr = 0; tr < trees; ++tr) {
+      double* r = &reduced[static_cast<size_t>(j * trees + tr) * N];
+      for (int node : post) {
+        const int par = parents[static_cast<size_t>(node)];
+        if (par < 0) continue;
+        const double t = f.send(now, r[node], gpu(tr, node), gpu(tr, par), sl.bytes, run.traffic);
+        r[par] = std::max(r[par], t);
+        run.transfers += 1;
+      }
+    }
+  };
+  for (int j = 0; j < std::min(kWindow, sl.slices); ++j) reduce(j);
+  double end = start;
+  std::vector<double> have(N);
+  for (int j = 0; j < sl.slices; ++j) {
+    if (j + kWindow < sl.slices) reduce(j + kWindow);
+    for (int tr = 0; tr < trees; ++tr) {
+      have[static_cast<size_t>(root)] = reduced[static_cast<size_t>(j * trees + tr) * N + static_cast<size_t>(root)];
+      for (auto it = post.rbegin(); it != post.rend(); ++it) {  // parents before children
+        const int node = *it;
+        const int par = parents[static_cast<size_t>(node)];
+        if (par < 0) continue;
+        have[static_cast<size_t>(node)] = f.send(now, have[static_cast<size_t>(par)], gpu(tr, par), gpu(tr, node), sl.bytes, run.traffic);
+        run.transfers += 1;
+      }
+      end = std::max(end, *std::max_element(have.begin(), have.end()));
+    }
+  }
+  return end;
+}
+
+// NVLink SHARP: every GPU owns 1/n of each slice. The switches read every GPU's copy of it
+// (multimem load-reduce: each GPU sends the whole slice up), reduce, and return each owner its
+// part; each owner then stores its reduced part once (up) and the switches multicast it to every
+// GPU (down). Per GPU and slice: (1 + 1/n) x slice up and as much down. The multicast is booked
+// as one stream per GPU once every owner has stored (a little late for the first owners).
+double run_nvls(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now, double start,
+                CollectiveRun& run) {
+  const size_t n = job.gpus.size();
+  const Slicing sl = slicing(p, job.bytes);
+  run.slices = sl.slices;
+  run.slice_bytes = sl.bytes;
+  run.steps = 4;
+  const double part = sl.bytes / static_cast<double>(n);
+  const double link = f.topo().link_latency(), to_switch = link + f.topo().switch_latency();
+  const int J = sl.slices;
+  std::vector<double> reduced(static_cast<size_t>(J), start), stored(n);
+  auto load = [&](int j) {
+    for (int g : job.gpus)
+      reduced[static_cast<size_t>(j)] = std::max(reduced[static_cast<size_t>(j)], f.up(now, start, g, sl.bytes, run.traffic) + to_switch);
+  };
+  for (int j = 0; j < std::min(kWindow, J); ++j) load(j);
+  double end = start;
+  for (int j = 0; j < J; ++j) {
+    if (j + kWindow < J) load(j + kWindow);
+    for (size_t o = 0; o < n; ++o) {
+      const double got = f.down(now, reduced[static_cast<size_t>(j)], job.gpus[o], part, run.traffic) + link;
+      stored[o] = f.up(now, got, job.gpus[o], part, run.traffic) + to_switch;
+    }
+    const double last = *std::max_element(stored.begin(), stored.end());
+    for (int g : job.gpus) end = std::max(end, f.down(now, last, g, sl.bytes, run.traffic) + link);
+    run.transfers += static_cast<double>(4 * n);
+  }
+  return end;
+}
+
+// Every GPU sends bytes / n to every other one, in rounds (round r: GPU i to i + r), so that each
+// port receives from one peer per round.
+double run_direct(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now, double start,
+                  CollectiveRun& run) {
+  const size_t n = job.gpus.size();
+  const Slicing sl = slicing(p, job.bytes / static_cast<double>(n));
+  run.slices = sl.slices;
+  run.slice_bytes = sl.bytes;
+  run.steps = 1;
+  double end = start;
+  for (size_t r = 1; r < n; ++r)
+    for (int j = 0; j < sl.slices; ++j)
+      for (size_t i = 0; i < n; ++i) {
+        end = std::max(end, f.send(now, start, job.gpus[i], job.gpus[(i + r) % n], sl.bytes, run.traffic));
+        run.transfers += 1;
+      }
+  return end;
+}
+
+}  // namespace
+
+const char* collective_algo_name(CollectiveAlgo a) {
+  switch (a) {
+    case CollectiveAlgo::automatic: return "auto";
+    case CollectiveAlgo::ring: return "ring";
+    case CollectiveAlgo::tree: return "tree";
+    case CollectiveAlgo::nvls: return "nvls";
+    case CollectiveAlgo::direct: return "direct";
+  }
+  return "?";
+}
+
+double bus_factor(CollectiveKind k, int n) {
+  switch (k) {
+    case CollectiveKind::all_reduce: return 2.0 * (n - 1) / n;
+    case CollectiveKind::all_gather:
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::all_to_all: return static_cast<double>(n - 1) / n;
+    case CollectiveKind::broadcast:
+    case CollectiveKind::send_recv: return 1;
+  }
+  return 1;
+}
+
+CollectiveAlgo resolve_algo(const Topology& f, const CollectiveJob& job) {
+  if (job.algo != CollectiveAlgo::automatic) return job.algo;
+  switch (job.kind) {
+    case CollectiveKind::all_to_all:
+    case CollectiveKind::send_recv: return CollectiveAlgo::direct;
+    case CollectiveKind::all_gather:
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::broadcast: return CollectiveAlgo::ring;
+    case CollectiveKind::all_reduce: break;
+  }
+  if (one_domain(f, job.gpus)) return f.nvls() && job.gpus.size() > 2 ? CollectiveAlgo::nvls : CollectiveAlgo::ring;
+  // Across domains, NCCL's tuner weighs the ring's 2(n-1) latencies against the tree's
+  // 4 log2(n); both move about 2 x size through each GPU's slowest port.
+  const double n = static_cast<double>(job.gpus.size());
+  double lat = 0;
+  for (size_t i = 0; i + 1 < job.gpus.size(); ++i) lat = std::max(lat, f.latency(job.gpus[i], job.gpus[i + 1]));
+  const double bw = f.nic_rate() > 0 ? f.nic_rate() : 1;
+  const size_t channels = rings(f, job.gpus).size();
+  const double ring = 2 * (n - 1) * lat + 2 * (n - 1) / n * job.bytes / (bw * static_cast<double>(channels));
+  const double tree = 4 * std::ceil(std::log2(n)) * lat + job.bytes / bw;
+  return tree < ring ? CollectiveAlgo::tree : CollectiveAlgo::ring;
+}
+
+std::string unsupported(const Topology& f, const CollectiveJob& job) {
+  const CollectiveAlgo a = resolve_algo(f, job);
+  const bool reduces = job.kind == CollectiveKind::all_reduce;
+  const bool pairwise = job.kind == CollectiveKind::all_to_all || job.kind == CollectiveKind::send_recv;
+  if (job.kind == CollectiveKind::send_recv && job.gpus.size() != 2)
+    return "send_recv needs exactly two devices (sender, receiver)";
+  if (pairwise && a != CollectiveAlgo::direct) return std::string("algorithm ") + collective_algo_name(a) + " does not apply; use direct";
+  if (!pairwise && a == CollectiveAlgo::direct) return "algorithm direct applies to all_to_all and send_recv only";
+  if (!reduces && (a == CollectiveAlgo::tree || a == CollectiveAlgo::nvls))
+    return std::string("algorithm ") + collective_algo_name(a) + " is for all_reduce only; use ring";
+  if (a == CollectiveAlgo::nvls) {
+    if (!f.nvls()) return "algorithm nvls needs NVSwitch chips with in-switch reduction (nvswitch.reduction: true)";
+    if (!one_domain(f, job.gpus)) return "algorithm nvls runs within one NVLink domain; these devices span several";
+  }
+  for (int g : job.gpus)
+    for (int h : job.gpus)
+      if (!f.reachable(g, h))
+        return "GPU " + std::to_string(f.working_links(g) == 0 ? g : h) +
+               " has no working NVLink port (system.failed_links), so it cannot reach GPU " +
+               std::to_string(f.working_links(g) == 0 ? h : g);
+  return "";
+}
+
+CollectiveRun run_collective(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now) {
+  CollectiveRun run;
+  run.algo = resolve_algo(f.topo(), job);
+  run.start_s = now;
+  const double start = now + p.launch_s;
+  const int n = static_cast<int>(job.gpus.size());
+  double end = start;
+  if (n > 1 && job.bytes > 0) {
+    switch (run.algo) {
+      case CollectiveAlgo::ring:
+        end = job.kind == CollectiveKind::broadcast ? run_chain(f, p, job.gpus, job.bytes, now, start, run)
+                                                    : run_ring(f, p, job, now, start, run);
+        break;
+      case CollectiveAlgo::tree: end = run_tree(f, p, job, now, start, run); break;
+      case CollectiveAlgo::nvls: end = run_nvls(f, p, job, now, start, run); break;
+      case CollectiveAlgo::direct:
+        end = job.kind == CollectiveKind::send_recv ? run_chain(f, p, job.gpus, job.bytes, now, start, run)
+                                                    : run_direct(f, p, job, now, start, run);
+        break;
+      case CollectiveAlgo::automatic: break;
+    }
+  }
+  run.end_s = end;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s over %d GPUs%s: %d dependent hops, %d slice%s of %s per chunk, %.0f transfers",
+                collective_algo_name(run.algo), n,
+                run.channels > 1 ? (", " + std::to_string(run.channels) + (run.algo == CollectiveAlgo::tree ? " trees" : " channels")).c_str() : "",
+                run.steps, run.slices, run.slices == 1 ? "" : "s", bytes_text(run.slice_bytes).c_str(), run.transfers);
+  run.description = buf;
+  return run;
+}
+
+}  // namespace xpusim

@@ -1,0 +1,87 @@
+#pragma once
+// The links between GPUs: in each NVLink domain every GPU's NVLink ports lead to the domain's
+// NVSwitch chips, which are non-blocking (any port reaches any port at full rate); between
+// domains each GPU has a NIC. Each GPU's working NVLink ports are ganged into one pipe per
+// direction (NCCL spreads every transfer over all links, one channel per link group), and each
+// NIC is a pipe per direction; pipes are `BandwidthResource` calendars, so transfers of
+// concurrent collectives queue behind one another. Collective algorithms (collective.h) are
+// written as transfers over this fabric.
+#include <vector>
+
+#include "models/common/bandwidth_resource.h"
+#include "models/common/stats.h"
+#include "models/common/systemc.h"
+#include "models/interconnect/interconnect_params.h"
+
+namespace xpusim {
+
+// What one collective put on the wires.
+struct Traffic {
+  double nvlink_bytes = 0;  // payload bytes x NVLink hops (GPU -> switch and switch -> GPU are two hops)
+  double nic_bytes = 0;     // payload bytes sent through NICs
+  // Per GPU: payload through its NVLink ports and its NIC, each direction (sized on first use).
+  std::vector<double> nvlink_tx, nvlink_rx, nic_tx, nic_rx;
+  void add(std::vector<double>& v, int gpu, double bytes) {
+    if (v.size() <= static_cast<size_t>(gpu)) v.resize(static_cast<size_t>(gpu) + 1, 0.0);
+    v[static_cast<size_t>(gpu)] += bytes;
+  }
+};
+
+// Who reaches whom, how fast and how late: the system's structure without its calendars, so
+// that a trace can be checked against a system before anything is simulated.
+class Topology {
+ public:
+  Topology(const SystemParams& sys, const NvlinkParams& link, const NvswitchParams& sw, const NicParams& nic);
+
+  int gpus() const { return sys_.gpus(); }
+  int domain_of(int gpu) const { return gpu / sys_.gpus_per_domain; }
+  int working_links(int gpu) const { return working_[static_cast<size_t>(gpu)]; }
+  // Payload bandwidth per direction of a GPU's working NVLink ports, and of a NIC.
+  double nvlink_rate(int gpu) const { return working_links(gpu) * link_.link_bandwidth * link_.efficiency; }
+  double nic_rate() const { return nic_.bandwidth * nic_.efficiency; }
+  // One-way latency of a transfer's first byte from src to dst.
+  double latency(int src, int dst) const;
+  bool reachable(int src, int dst) const;
+  bool nvls() const { return sw_.reduction && sw_.count > 0; }
+  double link_latency() const { return link_.latency_s; }
+  double switch_latency() const { return sw_.latency_s; }
+  double nvls_efficiency() const { return sw_.nvls_efficiency; }
+  double nic_latency() const { return nic_.latency_s; }
+
+ private:
+  SystemParams sys_;
+  NvlinkParams link_;
+  NvswitchParams sw_;
+  NicParams nic_;
+  std::vector<int> working_;
+};
+
+class Fabric : public sc_core::sc_module {
+ public:
+  Fabric(sc_core::sc_module_name name, const Topology& topo, StatRegistry& stats);
+  const Topology& topo() const { return topo_; }
+
+  // Moves `bytes` from GPU src to dst, starting no earlier than `ready` (>= now); returns when the
+  // last byte has landed. Within a domain: src's ports -> switch -> dst's ports, cut through;
+  // between domains: src's NIC -> network -> dst's NIC. Both must be reachable().
+  double send(double now, double ready, int src, int dst, double bytes, Traffic& t);
+
+  // In-switch collectives (NVLS): a GPU's ports towards the switches (up) and back (down). The
+  // switches in between reduce (loads) or multicast (stores); the caller adds their latency.
+  // Bytes are payload, carried at nvswitch.nvls_efficiency of the links' payload rate.
+  double up(double now, double ready, int gpu, double bytes, Traffic& t);
+  double down(double now, double ready, int gpu, double bytes, Traffic& t);
+
+ private:
+  Topology topo_;
+  std::vector<BandwidthResource> up_, down_, nic_tx_, nic_rx_;
+  struct GpuStats {
+    Stat* nvlink_tx;
+    Stat* nvlink_rx;
+    Stat* nic_tx;
+    Stat* nic_rx;
+  };
+  std::vector<GpuStats> stats_;
+};
+
+}  // namespace xpusim

@@ -1,0 +1,52 @@
+#pragma once
+// Multi-GPU system parameters: the GPUs and NVLink domains of a system, each GPU's NVLink ports,
+// the NVSwitch chips of a domain, the scale-out NIC per GPU, and how collectives are cut into
+// pipelined slices. Declared (name, unit, range, meaning) in sim/config/schema.cpp; models only
+// see these plain structs.
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace xpusim {
+
+struct SystemParams {
+  int domains = 1;          // NVLink domains (nodes of a DGX/HGX, racks of an NVL72), joined by NICs
+  int gpus_per_domain = 1;  // GPUs sharing one NVSwitch fabric
+  std::string detail = "full";  // "full": every GPU simulated; "representative": one GPU, others mirror it
+  std::vector<std::string> failed_links_text;  // "gpu:link" as written
+  std::vector<std::pair<int, int>> failed_links;  // (gpu, link), parsed and checked by the config layer
+  int gpus() const { return domains * gpus_per_domain; }
+};
+
+// A GPU's NVLink ports. NCCL spreads a transfer over all of a GPU's links (one channel per
+// link group), so the model gangs the working links into one pipe per direction.
+struct NvlinkParams {
+  int links = 0;              // ports per GPU
+  double link_bandwidth = 0;  // B/s per link per direction (signalling rate)
+  double latency_s = 0;       // one way, GPU port to switch port (PHY, flit packing, wire)
+  double efficiency = 1;      // payload share of the signalling rate (flit headers, flow control, protocol)
+};
+
+// The NVSwitch chips of a domain. Link l of every GPU lands on switch chip l x count / links.
+struct NvswitchParams {
+  int count = 0;              // switch chips per domain
+  int ports = 0;              // NVLink ports per chip
+  double latency_s = 0;       // port to port
+  bool reduction = false;     // in-switch reduction and multicast (NVLink SHARP, "NVLS")
+  double nvls_efficiency = 1; // payload share of the links' rate that NVLS reduce-loads and multicast stores reach
+};
+
+// The scale-out network adapter of each GPU (InfiniBand or Ethernet), for traffic between domains.
+struct NicParams {
+  double bandwidth = 0;   // B/s per direction per GPU
+  double latency_s = 0;   // one way, GPU to GPU through the network (adapters and switches)
+  double efficiency = 1;  // payload share of the line rate
+};
+
+struct CollectiveParams {
+  double slice_bytes = 0;  // pipeline slice (NCCL's chunk step); a chunk smaller than this is one slice
+  int max_slices = 0;      // at most this many slices per chunk: bounds the events of huge collectives
+  double launch_s = 0;     // fixed cost of a collective kernel (launch, handshake with peers)
+};
+
+}  // namespace xpusim

@@ -1,0 +1,191 @@
+// Collectives over the modelled links (models/interconnect): bounds from the config, the ring's
+// closed form, link failures, placement errors, and the detail modes agreeing.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "helpers.h"
+#include "sim/config/config_loader.h"
+#include "sim/engine/simulate.h"
+#include "sim/trace/trace.h"
+
+using xpusim::testing::error_of;
+using xpusim::testing::simulate;
+using xpusim::testing::source_path;
+using xpusim::testing::temp_file;
+
+namespace {
+const std::string kDgx = source_path("configs/systems/dgx-h100.yaml");
+const std::string kNvl72 = source_path("configs/systems/gb200-nvl72.yaml");
+
+std::string one_op(const std::string& op) { return "xpusim_trace: 1\nops:\n  - " + op + "\n"; }
+std::string coll(const std::string& kind, double bytes, const std::string& extra = "") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", bytes);
+  return one_op("{name: c, kind: " + kind + ", bytes: " + buf + extra + "}");
+}
+double d(const YAML::Node& n) { return n.as<double>(); }
+
+// Seconds from the resolved config's values, as the model reads them.
+struct Link {
+  double payload, hop, launch;
+};
+Link link_of(const std::string& cfg, const std::vector<std::string>& sets = {}) {
+  const auto c = xpusim::config::load_config(cfg, sets);
+  const auto& g = c.chip.gpu;
+  return {g.nvlink.links * g.nvlink.link_bandwidth * g.nvlink.efficiency,
+          2 * g.nvlink.latency_s + g.nvswitch.latency_s, g.collectives.launch_s};
+}
+}  // namespace
+
+TEST_CASE("bus bandwidth never exceeds what the links carry", "[sim][collective]") {
+  for (const std::string& cfg : {kDgx, kNvl72}) {
+    for (const char* kind : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"}) {
+      for (double bytes : {8192.0, 1048576.0, 67108864.0, 1073741824.0}) {
+        const YAML::Node r = simulate(cfg, coll(kind, bytes));
+        const YAML::Node c = r["ops"][0]["collective"];
+        INFO(cfg << " " << kind << " " << bytes << " B: " << c["algorithm"].as<std::string>() << ", busbw "
+                 << d(c["busbw"]) / 1e9 << " GB/s of " << d(c["link_payload_bandwidth"]) / 1e9);
+        // Every port's traffic fits its rate, whatever the algorithm.
+        CHECK(d(c["nvlink_port_utilisation"]) <= 1.0 + 1e-9);
+        // In-switch reduction moves (1 + 1/n) x size per port, not the 2(n-1)/n that busbw assumes,
+        // so its busbw may pass the link rate; its algbw may not pass rate / (1 + 1/n).
+        if (c["algorithm"].as<std::string>() == "nvls") {
+          const double n = r["system"]["gpus"].as<double>();
+          CHECK(d(c["algbw"]) <= d(c["link_payload_bandwidth"]) / (1 + 1 / n) * (1 + 1e-9));
+        } else {
+          CHECK(d(c["busbw"]) <= d(c["link_payload_bandwidth"]) * (1 + 1e-9));
+        }
+      }
+    }
+  }
+  // Tree and ring all-reduce, forced, and a send/recv.
+  for (const char* extra : {", algorithm: ring", ", algorithm: tree", ", devices: [1, 6]"}) {
+    const std::string kind = std::string(extra).find("devices") != std::string::npos ? "send_recv" : "all_reduce";
+    const YAML::Node c = simulate(kDgx, coll(kind, 1073741824.0, extra))["ops"][0]["collective"];
+    INFO(kind << extra);
+    CHECK(d(c["busbw"]) <= d(c["link_payload_bandwidth"]) * (1 + 1e-9));
+    CHECK(d(c["busbw"]) > 0.5 * d(c["link_payload_bandwidth"]));  // and large messages do use the links
+  }
+}
+
+TEST_CASE("ring all-reduce takes 2(n-1)/n x size / bandwidth plus 2(n-1) hop latencies", "[sim][collective]") {
+  const Link l = link_of(kDgx);
+  const double n = 8;
+  SECTION("large: bandwidth term") {
+    const double S = 1073741824.0;
+    const double t = d(simulate(kDgx, coll("all_reduce", S, ", algorithm: ring"))["ops"][0]["time_s"]);
+    const double expect = l.launch + 2 * (n - 1) / n * S / l.payload + 2 * (n - 1) * l.hop;
+    INFO("simulated " << t * 1e3 << " ms, closed form " << expect * 1e3 << " ms");
+    CHECK(t == Approx(expect).epsilon(0.01));
+  }
+  SECTION("small: latency term") {
+    const double S = 8192.0;  // one slice per step: each of the 2(n-1) steps pays a hop and S/n of wire time
+    const double t = d(simulate(kDgx, coll("all_reduce", S, ", algorithm: ring"))["ops"][0]["time_s"]);
+    const double expect = l.launch + 2 * (n - 1) * (l.hop + S / n / l.payload);
+    INFO("simulated " << t * 1e6 << " us, closed form " << expect * 1e6 << " us");
+    CHECK(t == Approx(expect).epsilon(0.01));
+  }
+  SECTION("all-gather: (n-1)/n x size") {
+    const double S = 1073741824.0;
+    const double t = d(simulate(kDgx, coll("all_gather", S))["ops"][0]["time_s"]);
+    CHECK(t == Approx(l.launch + (n - 1) / n * S / l.payload + (n - 1) * l.hop).epsilon(0.01));
+  }
+}
+
+TEST_CASE("failed or removed links slow a collective, and a cut-off GPU is an error, not a hang", "[sim][collective]") {
+  const std::string t = coll("all_reduce", 1073741824.0, ", algorithm: ring");
+  const double healthy = d(simulate(kDgx, t)["ops"][0]["time_s"]);
+  // GPU 3 loses 2 of its 18 links: the ring runs at the slowest member's 16/18.
+  const double failed = d(simulate(kDgx, t, {"system.failed_links=[\"3:0\", \"3:1\"]"})["ops"][0]["time_s"]);
+  CHECK(failed > healthy);
+  CHECK(failed == Approx(healthy * 18 / 16).epsilon(0.02));
+  // Half the links removed from every GPU: half the bandwidth.
+  const double halved = d(simulate(kDgx, t, {"nvlink.links=9"})["ops"][0]["time_s"]);
+  CHECK(halved == Approx(2 * healthy).epsilon(0.02));
+  // All of GPU 3's links down: the collective cannot run, and says so before simulating.
+  std::string all = "system.failed_links=[";
+  for (int i = 0; i < 18; ++i) all += (i ? ", " : "") + std::string("\"3:") + std::to_string(i) + "\"";
+  all += "]";
+  const auto cfg = xpusim::config::load_config(kDgx, {all});
+  const auto tr = xpusim::trace::load_trace(temp_file(t));
+  const std::string e = error_of([&] { xpusim::engine::lower_all(cfg, tr); });
+  CHECK_THAT(e, Catch::Contains("GPU 3 has no working NVLink port"));
+  CHECK_THAT(error_of([&] { xpusim::engine::simulate_isolated(cfg, tr); }), Catch::Contains("GPU 3"));
+  // A compute op on the cut-off GPU still runs: only traffic needs the links.
+  const YAML::Node r = simulate(kDgx, one_op("{name: g, kind: gemm, m: 256, n: 256, k: 256, device: 3}"), {all});
+  CHECK(d(r["ops"][0]["time_s"]) > 0);
+}
+
+TEST_CASE("system config and placement errors name the key or the op", "[sim][collective]") {
+  CHECK_THAT(error_of([] { xpusim::config::load_config(kDgx, {"system.failed_links=[\"9:0\"]"}); }),
+             Catch::Contains("no GPU 9 in a system of 8"));
+  CHECK_THAT(error_of([] { xpusim::config::load_config(kDgx, {"system.failed_links=[\"3:18\"]"}); }),
+             Catch::Contains("no link 18"));
+  CHECK_THAT(error_of([] { xpusim::config::load_config(kDgx, {"system.failed_links=[\"3-1\"]"}); }),
+             Catch::Contains("is not gpu:link"));
+  CHECK_THAT(error_of([] { xpusim::config::load_config(kDgx, {"nvswitch.ports=16"}); }),
+             Catch::Contains("nvswitch.ports"));
+  CHECK_THAT(error_of([] { xpusim::config::load_config(kDgx, {"nvswitch.count=0"}); }),
+             Catch::Contains("nvswitch.count"));
+  auto lower = [](const std::string& cfg, const std::string& trace, std::vector<std::string> sets = {}) {
+    return error_of([&] { xpusim::engine::lower_all(xpusim::config::load_config(cfg, sets), xpusim::trace::load_trace(temp_file(trace))); });
+  };
+  const std::string h100 = source_path("configs/h100-sxm.yaml");
+  CHECK_THAT(lower(h100, coll("all_reduce", 1024)), Catch::Contains("a collective needs at least two GPUs"));
+  CHECK_THAT(lower(kDgx, one_op("{name: g, kind: gemm, m: 64, n: 64, k: 64, device: 8}")),
+             Catch::Contains("placed on device 8, but the system has 8 GPUs"));
+  CHECK_THAT(lower(kDgx, coll("all_gather", 1024, ", algorithm: nvls")), Catch::Contains("all_reduce only"));
+  CHECK_THAT(lower(kDgx, coll("all_reduce", 1024, ", algorithm: direct")), Catch::Contains("all_to_all and send_recv only"));
+  CHECK_THAT(lower(kDgx, coll("all_reduce", 1024, ", algorithm: nvls"), {"nvswitch.reduction=false"}),
+             Catch::Contains("nvswitch.reduction"));
+  CHECK_THAT(lower(kDgx, coll("all_reduce", 1024, ", algorithm: nvls"), {"system.domains=2"}),
+             Catch::Contains("within one NVLink domain"));
+  CHECK(lower(kDgx, coll("all_reduce", 1024, ", algorithm: nvls, devices: [8, 9, 10, 11]"), {"system.domains=2"}).empty());
+  CHECK_THAT(error_of([] { xpusim::trace::load_trace(temp_file(coll("send_recv", 1024, ", devices: [0, 1, 2]"))); }),
+             Catch::Contains("devices: [sender, receiver]"));
+  CHECK_THAT(error_of([] { xpusim::trace::load_trace(temp_file(coll("all_reduce", 1024, ", algorithm: rnig"))); }),
+             Catch::Contains("did you mean 'ring'"));
+  CHECK_THAT(lower(kDgx, "xpusim_trace: 1\nops:\n  - {name: a, kind: gemm, m: 64, n: 64, k: 64, devices: 0-7}\n"
+                         "  - {name: b, kind: gemm, m: 64, n: 64, k: 64, device: 3}\n",
+                   {"system.detail=representative"}),
+             Catch::Contains("representative mirrors one GPU"));
+}
+
+TEST_CASE("across NVLink domains a ring runs one channel per NIC and is bound by the network", "[sim][collective]") {
+  const YAML::Node r = simulate(kDgx, coll("all_reduce", 1073741824.0), {"system.domains=2"});
+  const YAML::Node op = r["ops"][0];
+  CHECK(r["system"]["gpus"].as<int>() == 16);
+  CHECK(op["bound"].as<std::string>() == "network (NIC) bandwidth");
+  CHECK(op["collective"]["channels"].as<int>() == 8);
+  CHECK(d(op["collective"]["nic_bytes"]) > 0);
+  const auto cfg = xpusim::config::load_config(kDgx);
+  const double nic = cfg.chip.gpu.nic.bandwidth * cfg.chip.gpu.nic.efficiency;
+  CHECK(d(op["collective"]["busbw"]) <= 8 * nic * (1 + 1e-9));
+  CHECK(d(op["collective"]["busbw"]) > 0.8 * 8 * nic);
+}
+
+TEST_CASE("a tensor-parallel layer: compute on every GPU, all-reduces between, detail modes agree", "[sim][collective]") {
+  const std::string layer =
+      "xpusim_trace: 1\nops:\n"
+      "  - {name: qkv, kind: gemm, m: 512, n: 768, k: 4096, devices: 0-7}\n"
+      "  - {name: o_proj, kind: gemm, m: 512, n: 4096, k: 512, devices: 0-7}\n"
+      "  - {name: ar, kind: all_reduce, bytes: 4194304, devices: 0-7}\n"
+      "  - {name: res, kind: elementwise, shape: [512, 4096], inputs: 2, devices: 0-7}\n";
+  const YAML::Node full = simulate(kDgx, layer);
+  const YAML::Node rep = simulate(kDgx, layer, {"system.detail=representative"});
+  CHECK(full["system"]["simulated_gpus"].size() == 8);
+  CHECK(rep["system"]["simulated_gpus"].size() == 1);
+  CHECK_THAT(rep["system"]["note"].as<std::string>(), Catch::Contains("mirror"));
+  const YAML::Node ar = full["ops"][2];
+  CHECK(ar["kind"].as<std::string>() == "all_reduce");
+  CHECK(ar["devices"].size() == 8);
+  CHECK(d(ar["start_s"]) >= d(full["ops"][1]["end_s"]));  // after the projection on every GPU
+  CHECK(d(full["ops"][3]["start_s"]) >= d(ar["end_s"]));  // the residual waits for the sum
+  CHECK(d(full["total"]["time_s"]) == Approx(d(rep["total"]["time_s"])).epsilon(0.01));
+  // Work adds up over GPUs: 8 copies of each GEMM.
+  CHECK(d(full["total"]["flops"]) == Approx(8 * (2.0 * 512 * 768 * 4096 + 2.0 * 512 * 4096 * 512 + 512.0 * 4096)));
+  CHECK(d(rep["total"]["flops"]) == Approx(d(full["total"]["flops"])));
+  // NVLink energy appears once bytes cross the links.
+  CHECK(d(full["total"]["energy"]["actions"]["nvlink.transfer"]) > 0);
+}
