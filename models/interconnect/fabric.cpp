@@ -69,20 +69,22 @@ double Fabric::send(double now, double ready, int src, int dst, double bytes, Tr
   return std::max(down_end, up_end + hop) + topo_.link_latency();
 }
 
+double Fabric::nvls_hop(BandwidthResource& pipe, std::vector<double>& per_gpu, Stat* stat, double now, double ready,
+                        int gpu, double bytes, Traffic& t) {
+  t.nvlink_bytes += bytes;
+  t.add(per_gpu, gpu, bytes);
+  stat->value += bytes;
+  return pipe.reserve(now, ready, bytes / topo_.nvls_efficiency());
+}
+
 double Fabric::up(double now, double ready, int gpu, double bytes, Traffic& t) {
   const size_t g = static_cast<size_t>(gpu);
-  t.nvlink_bytes += bytes;
-  t.add(t.nvlink_tx, gpu, bytes);
-  stats_[g].nvlink_tx->value += bytes;
-  return up_[g].reserve(now, ready, bytes / topo_.nvls_efficiency());
+  return nvls_hop(up_[g], t.nvlink_tx, stats_[g].nvlink_tx, now, ready, gpu, bytes, t);
 }
 
 double Fabric::down(double now, double ready, int gpu, double bytes, Traffic& t) {
   const size_t g = static_cast<size_t>(gpu);
-  t.nvlink_bytes += bytes;
-  t.add(t.nvlink_rx, gpu, bytes);
-  stats_[g].nvlink_rx->value += bytes;
-  return down_[g].reserve(now, ready, bytes / topo_.nvls_efficiency());
+  return nvls_hop(down_[g], t.nvlink_rx, stats_[g].nvlink_rx, now, ready, gpu, bytes, t);
 }
 
 }  // namespace xpusim

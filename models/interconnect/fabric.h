@@ -73,6 +73,10 @@ class Fabric : public sc_core::sc_module {
   double down(double now, double ready, int gpu, double bytes, Traffic& t);
 
  private:
+  // One hop of an in-switch collective on `pipe` (a GPU's up or down ports).
+  double nvls_hop(BandwidthResource& pipe, std::vector<double>& per_gpu, Stat* stat, double now, double ready, int gpu,
+                  double bytes, Traffic& t);
+
   Topology topo_;
   std::vector<BandwidthResource> up_, down_, nic_tx_, nic_rx_;
   struct GpuStats {

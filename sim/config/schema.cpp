@@ -46,35 +46,35 @@ void add_system_sections(Schema& s, Locate gpu) {
                         [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->nvlink; })
       .integer("links", &NvlinkParams::links, def("0"), between(0, 64), "NVLink ports per GPU (0: none)")
       .quantity("link_bandwidth", &NvlinkParams::link_bandwidth, Dim::Bandwidth, def("25 GB/s"), between(1e6, 1e13),
-                "Signalling rate of one link, per direction")
+                "Signalling rate of one link, per direction (default: NVLink 3 and 4's 25 GB/s, shared/reference/hardware.md)")
       .quantity("latency", &NvlinkParams::latency_s, Dim::Time, def("0.5 us"), between(0, 1e-3),
-                "One-way latency from a GPU's port to the switch port (PHY, flit packing, wire)")
+                "One-way latency from a GPU's port to the switch port (PHY, flit packing, wire; default: an assumption, not published)")
       .number("efficiency", &NvlinkParams::efficiency, def("1"), between(0.01, 1),
-              "Payload share of the signalling rate after flit headers, flow control and protocol");
+              "Payload share of the signalling rate after flit headers, flow control and protocol (default 1: none lost; chip configs calibrate it)");
   section<NvswitchParams>(s, "nvswitch", "The NVSwitch chips of an NVLink domain",
                           [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->nvswitch; })
       .integer("count", &NvswitchParams::count, def("0"), between(0, 256),
                "Switch chips per domain; link l of every GPU lands on chip l x count / nvlink.links")
-      .integer("ports", &NvswitchParams::ports, def("64"), between(1, 4096), "NVLink ports per switch chip")
+      .integer("ports", &NvswitchParams::ports, def("64"), between(1, 4096), "NVLink ports per switch chip (default: the third-generation NVSwitch's 64)")
       .quantity("latency", &NvswitchParams::latency_s, Dim::Time, def("0.3 us"), between(0, 1e-3),
-                "Port-to-port latency through a switch chip")
+                "Port-to-port latency through a switch chip (default: an assumption, not published)")
       .flag("reduction", &NvswitchParams::reduction, def("false"),
             "In-switch reduction and multicast (NVLink SHARP): enables the nvls all-reduce")
       .number("nvls_efficiency", &NvswitchParams::nvls_efficiency, def("1"), between(0.01, 1),
-              "Share of the links' payload rate that in-switch reduce-loads and multicast stores reach");
+              "Share of the links' payload rate that in-switch reduce-loads and multicast stores reach (default 1; system configs calibrate it)");
   section<NicParams>(s, "nic", "The scale-out network adapter of each GPU (InfiniBand or Ethernet)",
                      [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->nic; })
       .quantity("bandwidth", &NicParams::bandwidth, Dim::Bandwidth, def("50 GB/s"), between(1e6, 1e13),
-                "Line rate per direction per GPU (400 Gb/s = 50 GB/s)")
+                "Line rate per direction per GPU (default: 400 Gb/s ConnectX-7 = 50 GB/s, shared/reference/hardware.md)")
       .quantity("latency", &NicParams::latency_s, Dim::Time, def("3 us"), between(0, 1e-2),
-                "One-way GPU-to-GPU latency through adapters and network switches")
-      .number("efficiency", &NicParams::efficiency, def("1"), between(0.01, 1), "Payload share of the line rate");
+                "One-way GPU-to-GPU latency through adapters and network switches (default: within the 1-5 us of shared/reference/hardware.md)")
+      .number("efficiency", &NicParams::efficiency, def("1"), between(0.01, 1), "Payload share of the line rate (default 1: none lost)");
   section<CollectiveParams>(s, "collectives", "How collectives are cut into pipelined transfers",
                             [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->collectives; })
       .quantity("slice", &CollectiveParams::slice_bytes, Dim::Size, def("512 KiB"), between(1, 1e12),
-                "Pipeline slice: each chunk moves as slices that the next hop forwards as soon as they land")
+                "Pipeline slice: each chunk moves as slices that the next hop forwards as soon as they land (default: NCCL's Simple protocol, a 4 MiB buffer in 8 steps)")
       .integer("max_slices", &CollectiveParams::max_slices, def("256"), between(1, 4096),
-               "At most this many slices per chunk (bigger slices beyond): bounds the events of huge collectives")
+               "At most this many slices per chunk (bigger slices beyond): bounds the events of huge collectives (default: a simulation-cost bound; 8 GiB over 72 GPUs books ~1.2 M transfers)")
       .quantity("launch", &CollectiveParams::launch_s, Dim::Time, def("3 us"), between(0, 1),
                 "Fixed cost of a collective: kernel launch and the handshake with its peers (default: an assumption)");
 }

@@ -49,13 +49,30 @@ CollectiveJob job_of(const trace::Op& op, const std::vector<int>& devices) {
   return j;
 }
 
-Topology topology(const config::GpuConfig& g) { return Topology(g.system, g.nvlink, g.nvswitch, g.nic); }
-
 [[noreturn]] void op_error(const trace::Op& op, const std::string& msg) {
   throw UserError(op.loc.str() + ": op '" + op.name + "': " + msg);
 }
 
+// The kernel library's lowering of every compute op (a collective has no kernel).
+std::vector<lower::LoweredOp> lower_compute(const config::LoadedConfig& cfg, const trace::Trace& t) {
+  lower::Lowering lowering(cfg.chip.gpu);
+  std::vector<lower::LoweredOp> out;
+  out.reserve(t.ops.size());
+  for (const auto& op : t.ops) {
+    if (op.is_collective()) {
+      out.emplace_back();
+      continue;
+    }
+    out.push_back(lowering.lower(op));
+    spdlog::debug("lowered {} ({} {}): {}", op.name, trace::op_kind_name(op.kind), op.shape_text(),
+                  out.back().program->description);
+  }
+  return out;
+}
+
 }  // namespace
+
+Topology topology(const config::GpuConfig& g) { return Topology(g.system, g.nvlink, g.nvswitch, g.nic); }
 
 Placement place(const config::LoadedConfig& cfg, const trace::Trace& t) {
   Placement p;
@@ -108,19 +125,7 @@ std::vector<lower::LoweredOp> lower_all(const config::LoadedConfig& cfg, const t
     return {};
   }
   place(cfg, t);
-  lower::Lowering lowering(cfg.chip.gpu);
-  std::vector<lower::LoweredOp> out;
-  out.reserve(t.ops.size());
-  for (const auto& op : t.ops) {
-    if (op.is_collective()) {
-      out.emplace_back();
-      continue;
-    }
-    out.push_back(lowering.lower(op));
-    spdlog::debug("lowered {} ({} {}): {}", op.name, trace::op_kind_name(op.kind), op.shape_text(),
-                  out.back().program->description);
-  }
-  return out;
+  return lower_compute(cfg, t);
 }
 
 void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult& out) {
@@ -133,8 +138,8 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
     return;
   }
   const config::GpuConfig& g = cfg.chip.gpu;
-  std::vector<lower::LoweredOp> lowered = lower_all(cfg, t);
   const Placement placement = place(cfg, t);
+  std::vector<lower::LoweredOp> lowered = lower_compute(cfg, t);
   out.gpus = g.system.gpus();
   out.simulated_gpus = placement.simulated;
   out.representative = placement.representative;

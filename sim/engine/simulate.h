@@ -46,6 +46,9 @@ struct Placement {
 };
 Placement place(const config::LoadedConfig& cfg, const trace::Trace& t);
 
+// The structure of the system `g` describes (links, switches, NICs), without calendars.
+Topology topology(const config::GpuConfig& g);
+
 // Lowers every op (throws UserError if the chip cannot run one, or the system cannot place
 // it) without simulating.
 std::vector<lower::LoweredOp> lower_all(const config::LoadedConfig& cfg, const trace::Trace& t);

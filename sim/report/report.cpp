@@ -180,16 +180,22 @@ void add_accel_energy(Metrics& m, const energy::AccelCounters& c, const energy::
   set_energy(m, energy::price(c, m.time_s, t, voltage), "accelerator", 0);  // a dataflow array issues no instructions
 }
 
-// The accelerator's report: the same schema, with the MAC array in the tensor-core columns and
-// its DRAM in the HBM ones.
-Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r) {
-  const AcceleratorParams& a = cfg.chip.accel.accelerator;
+// What every report starts with: versions and the inputs' names.
+Report header(const config::LoadedConfig& cfg, const trace::Trace& t) {
   Report rep;
   rep.version = kVersion;
   rep.config_name = cfg.chip.name;
   rep.config_file = cfg.file;
   rep.trace_name = t.name;
   rep.trace_file = t.file;
+  return rep;
+}
+
+// The accelerator's report: the same schema, with the MAC array in the tensor-core columns and
+// its DRAM in the HBM ones.
+Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r) {
+  const AcceleratorParams& a = cfg.chip.accel.accelerator;
+  Report rep = header(cfg, t);
   rep.accelerator = true;
   rep.clock_hz = a.clock_hz;
   rep.hbm_peak = rep.hbm_sustained = cfg.chip.accel.dram.bandwidth;
@@ -271,12 +277,7 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
 Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r) {
   if (cfg.chip.kind == "accelerator") return build_accelerator(cfg, t, r);
   const config::GpuConfig& g = cfg.chip.gpu;
-  Report rep;
-  rep.version = kVersion;
-  rep.config_name = cfg.chip.name;
-  rep.config_file = cfg.file;
-  rep.trace_name = t.name;
-  rep.trace_file = t.file;
+  Report rep = header(cfg, t);
   rep.sms = g.sm.count;
   rep.clock_hz = g.sm.clock_hz;
   rep.hbm_peak = g.hbm.peak_bandwidth();
@@ -305,7 +306,7 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
            << " with compute simulated in detail; collectives over every link";
     rep.system_note = note.str();
   }
-  const Topology topo(g.system, g.nvlink, g.nvswitch, g.nic);
+  const Topology topo = engine::topology(g);
 
   OpCounters total;
   double total_flops = 0, total_min_bytes = 0, total_resident_capacity = 0;

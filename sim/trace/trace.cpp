@@ -108,6 +108,15 @@ Dtype get_dtype(const Ctx& cx, const YAML::Node& n, const std::string& key) {
   return *d;
 }
 
+// One of `choices`, or an error listing them with the closest as a hint.
+std::string get_choice(const Ctx& cx, const YAML::Node& n, const std::string& key, const std::vector<std::string>& choices) {
+  if (!n.IsScalar() || std::find(choices.begin(), choices.end(), n.Scalar()) == choices.end()) {
+    const std::string hint = n.IsScalar() ? config::closest_match(n.Scalar(), choices) : "";
+    fail(cx.at(n), key, "expected one of " + join(choices) + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  }
+  return n.Scalar();
+}
+
 int64_t checked_product(const Ctx& cx, const YAML::Node& at, const std::string& key, std::initializer_list<int64_t> v) {
   int64_t p = 1;
   for (int64_t x : v)
@@ -343,15 +352,8 @@ class Parser {
           o.bytes = static_cast<double>(get_int(cx, b, path + ".bytes", 0, int64_t{1} << 50));
         }
         if (!(o.bytes >= 0 && o.bytes <= std::pow(2.0, 50))) fail(cx.at(b), path + ".bytes", "must be between 0 and 1 PiB");
-        if (const YAML::Node a = n["algorithm"]) {
-          const std::vector<std::string> algos = {"auto", "ring", "tree", "nvls", "direct"};
-          if (!a.IsScalar() || std::find(algos.begin(), algos.end(), a.Scalar()) == algos.end()) {
-            const std::string hint = a.IsScalar() ? config::closest_match(a.Scalar(), algos) : "";
-            fail(cx.at(a), path + ".algorithm", "expected one of auto, ring, tree, nvls, direct" +
-                                                    (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-          }
-          o.algorithm = a.Scalar();
-        }
+        if (const YAML::Node a = n["algorithm"])
+          o.algorithm = get_choice(cx, a, path + ".algorithm", {"auto", "ring", "tree", "nvls", "direct"});
         if (o.kind == OpKind::send_recv && (o.all_devices || o.devices.size() != 2))
           fail(cx.at(n), path + ".devices", "a send_recv needs devices: [sender, receiver]");
         if (!o.all_devices && o.devices.size() < 2 && o.kind != OpKind::send_recv)
@@ -359,14 +361,7 @@ class Parser {
         break;
       }
       case OpKind::instruction_loop: {
-        const YAML::Node in = need("instruction");
-        const std::vector<std::string> kinds = {"ffma", "hfma", "hdp4a", "hmma", "imma"};
-        if (!in.IsScalar() || std::find(kinds.begin(), kinds.end(), in.Scalar()) == kinds.end()) {
-          const std::string hint = in.IsScalar() ? config::closest_match(in.Scalar(), kinds) : "";
-          fail(cx.at(in), path + ".instruction", "expected one of ffma, hfma, hdp4a, hmma, imma" +
-                                                    (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-        }
-        o.instruction = in.Scalar();
+        o.instruction = get_choice(cx, need("instruction"), path + ".instruction", {"ffma", "hfma", "hdp4a", "hmma", "imma"});
         o.count = opt_dim("count", 1000, 1);
         o.warps = opt_dim("warps", 1024, 1);
         // Volta's HMMA multiplies two 4x4 fp16 matrices (64 MACs); Turing's IMMA two 8x8 int8
