@@ -25,9 +25,13 @@ Parallelism (Megatron-style), placed on GPUs for a system config (configs/system
 GPU numbering: dp replica x (tp x pp) + stage x tp + tp rank, so TP groups are neighbours (one
 NVLink domain). The trace's description says how many GPUs it needs.
 
-Formats: GEMMs run in the weight format (--weights: the tensor cores take both operands in
-it, e.g. W8A8 fp8); norms, activations and residual adds in --activations; attention in --kv.
-Weight-only quantisation (int4 weights, bf16 math) is not expressible as one op format yet.
+Formats: weight GEMMs store their weights in --weights and compute in --math (default: the
+weight format, i.e. the tensor cores take both operands in it, e.g. W8A8 fp8). A --math wider
+than --weights is weight-only quantisation (e.g. --weights int4 --math bf16, W4A16; or
+--weights mxfp4 --math fp8): the GEMMs get `weight_dtype` and the kernel converts the weights
+before the MMA. mxfp4 and nvfp4 are block-scaled fp4 (math fp4 by default, which Blackwell's
+tensor cores take as it is). Norms, activations and residual adds run in --activations,
+attention and the KV cache in --kv.
 """
 import argparse
 import math
@@ -39,6 +43,7 @@ CARD_KEYS = {"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn",
              "experts", "top_k", "encoder", "family"}
 RESNET_KEYS = {"name", "family", "blocks", "width", "image", "classes"}
 FORMATS = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp8_e5m2", "int8", "int4", "fp4"}
+BLOCK_SCALED = {"mxfp4", "nvfp4"}  # weights only: fp4 elements with a scale per 32 / 16
 
 
 class _Dumper(yaml.SafeDumper):
@@ -108,8 +113,21 @@ def gemm(name, m, n, k, dtype, batch=1, sparsity=None):
     return op
 
 
+def weight_gemm(a, name, m, n, k, batch=1, sparse=True):
+    """A GEMM against the model's weights: math in a.math, weights stored in a.weights (2:4
+    sparse with --sparsity, except the LM head)."""
+    op = gemm(name, m, n, k, a.math, batch=batch, sparsity=a.sparsity if sparse else None)
+    if a.weights != a.math:
+        op["weight_dtype"] = a.weights
+    return op
+
+
+BITS = {"fp32": 32, "tf32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "fp8_e5m2": 8, "int8": 8, "int4": 4, "fp4": 4,
+        "mxfp4": 4, "nvfp4": 4}
+
+
 def act_bytes(fmt):
-    return {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "fp8_e5m2": 1, "int8": 1, "int4": 0.5, "fp4": 0.5}[fmt]
+    return BITS[fmt] / 8
 
 
 def all_reduce(name, nbytes, devices):
@@ -126,9 +144,9 @@ def layer_ops(c, a, devices=None):
     seq_q = 1 if a.phase == "decode" else a.prompt
     seq_kv = a.context if a.phase == "decode" else a.prompt
     T = B * seq_q
-    w, act, kv, sp = a.weights, a.activations, a.kv, a.sparsity
+    act, kv = a.activations, a.kv
     ops = [{"name": "norm1", "kind": "layernorm", "shape": [T, D], "dtype": act},
-           gemm("qkv", T, (H + 2 * KV) * d, D, w, sparsity=sp)]
+           weight_gemm(a, "qkv", T, (H + 2 * KV) * d, D)]
     causal = not c["encoder"]
     if a.attention == "fused":
         att = {"name": "attention", "kind": "attention", "batch": B, "heads": H, "seq_q": seq_q, "head_dim": d,
@@ -145,7 +163,7 @@ def layer_ops(c, a, devices=None):
         ops += [gemm("qk", seq_q, seq_kv, d, kv, batch=B * H),
                 {"name": "softmax", "kind": "softmax", "shape": [B * H * seq_q, seq_kv], "dtype": kv},
                 gemm("pv", seq_q, d, seq_kv, kv, batch=B * H)]
-    ops.append(gemm("o_proj", T, D, H * d, w, sparsity=sp))
+    ops.append(weight_gemm(a, "o_proj", T, D, H * d))
     if tp > 1:
         ops.append(all_reduce("o_proj_allreduce", T * D * act_bytes(act), devices))
     ops += [{"name": "residual1", "kind": "elementwise", "shape": [T, D], "inputs": 2, "dtype": act},
@@ -155,7 +173,7 @@ def layer_ops(c, a, devices=None):
     act_op = {"name": "activation", "kind": "elementwise", "shape": [T, F], "dtype": act,
               "inputs": 2 if c["gated"] else 1, "flops_per_element": 6 if c["gated"] else 8}
     if c["experts"] == 1:
-        ops += [gemm("ffn_up", T, up_n, D, w, sparsity=sp), act_op, gemm("ffn_down", T, D, F, w, sparsity=sp)]
+        ops += [weight_gemm(a, "ffn_up", T, up_n, D), act_op, weight_gemm(a, "ffn_down", T, D, F)]
     else:
         # Routing balanced over the experts that receive tokens (a decode batch may touch few).
         E, k = c["experts"], c["top_k"]
@@ -163,8 +181,8 @@ def layer_ops(c, a, devices=None):
         per = math.ceil(T * k / active)
         act_op["shape"] = [active * per, F]
         ops += [gemm("router", T, E, D, act),
-                gemm("expert_up", per, up_n, D, w, batch=active, sparsity=sp), act_op,
-                gemm("expert_down", per, D, F, w, batch=active, sparsity=sp)]
+                weight_gemm(a, "expert_up", per, up_n, D, batch=active), act_op,
+                weight_gemm(a, "expert_down", per, D, F, batch=active)]
     if tp > 1:
         ops.append(all_reduce("ffn_allreduce", T * D * act_bytes(act), devices))
     ops.append({"name": "residual2", "kind": "elementwise", "shape": [T, D], "inputs": 2, "dtype": act})
@@ -312,8 +330,10 @@ def build(c, a):
                                 f"backward, Adam on fp32 master weights), GEMMs in {a.weights}{par}. "
                                 f"Generated by scripts/xpusim-trace.py."),
                 "tokens": T * a.dp, "ops": ops}
-    name = f"{c['name']}-{a.phase}-b{a.batch}-{a.prompt if a.phase == 'prefill' else a.context}-{a.weights}{tag}"
-    desc = (f"{c['name']}: {what}, {layers} of {c['layers']} layers, weights {a.weights}, activations "
+    fmt = a.weights if a.math == a.weights else f"w{a.weights}-{a.math}"
+    name = f"{c['name']}-{a.phase}-b{a.batch}-{a.prompt if a.phase == 'prefill' else a.context}-{fmt}{tag}"
+    math = "" if a.math == a.weights else f" (math {a.math})"
+    desc = (f"{c['name']}: {what}, {layers} of {c['layers']} layers, weights {a.weights}{math}, activations "
             f"{a.activations}, attention {a.attention} in {a.kv}{par}")
     tokens = T if a.phase == "prefill" else a.batch
     if a.pp == 1:
@@ -321,7 +341,7 @@ def build(c, a):
         ops = [{"repeat": layers, "name": "layer", "ops": layer_ops(c, a, dev(group) if group else None)}]
         if not c["encoder"]:
             ops += [{"name": "final_norm", "kind": "layernorm", "shape": [T, c["hidden"]], "dtype": a.activations},
-                    gemm("lm_head", a.batch, c["vocab"] // a.tp, c["hidden"], a.weights)]
+                    weight_gemm(a, "lm_head", a.batch, c["vocab"] // a.tp, c["hidden"], sparse=False)]
             if group:
                 for op in ops[1:]:
                     op["devices"] = dev(group)
@@ -352,7 +372,7 @@ def build(c, a):
             last = dev(range((a.pp - 1) * a.tp, a.pp * a.tp))
             ops += [{"name": f"mb{m}.final_norm", "kind": "layernorm", "shape": [Tm, c["hidden"]],
                      "dtype": a.activations, "devices": last},
-                    dict(gemm(f"mb{m}.lm_head", mb.batch, c["vocab"] // a.tp, c["hidden"], a.weights), devices=last)]
+                    dict(weight_gemm(a, f"mb{m}.lm_head", mb.batch, c["vocab"] // a.tp, c["hidden"], sparse=False), devices=last)]
     return {"xpusim_trace": 1, "name": name,
             "description": desc + f", {M} microbatch{'es' if M > 1 else ''}. Generated by scripts/xpusim-trace.py.",
             "tokens": tokens, "ops": ops}
@@ -367,7 +387,9 @@ def main():
     ap.add_argument("--batch", type=int, default=1, help="sequences (default 1)")
     ap.add_argument("--prompt", type=int, default=2048, help="prefill: prompt length (default 2048)")
     ap.add_argument("--context", type=int, default=2048, help="decode: tokens in the KV cache (default 2048)")
-    ap.add_argument("--weights", default="bf16", help="GEMM format (default bf16)")
+    ap.add_argument("--weights", default="bf16", help="weights' format, also mxfp4 or nvfp4 (default bf16)")
+    ap.add_argument("--math", default=None,
+                    help="weight GEMMs' tensor-core format (default: --weights; fp4 for mxfp4/nvfp4)")
     ap.add_argument("--activations", default="bf16", help="format of norms, activations, residuals (default bf16)")
     ap.add_argument("--kv", default=None, help="attention / KV-cache format (default: --activations)")
     ap.add_argument("--attention", choices=["fused", "unfused"], default="fused")
@@ -380,9 +402,13 @@ def main():
     ap.add_argument("-o", "--out", default="-", help="output file (default standard output)")
     a = ap.parse_args()
     a.kv = a.kv or a.activations
-    for flag in ("weights", "activations", "kv"):
-        if getattr(a, flag) not in FORMATS:
-            fail(f"--{flag} {getattr(a, flag)}: unknown format (known: {', '.join(sorted(FORMATS))})")
+    a.math = a.math or ("fp4" if a.weights in BLOCK_SCALED else a.weights)
+    for flag in ("weights", "activations", "kv", "math"):
+        known = FORMATS | BLOCK_SCALED if flag == "weights" else FORMATS
+        if getattr(a, flag) not in known:
+            fail(f"--{flag} {getattr(a, flag)}: unknown format (known: {', '.join(sorted(known))})")
+    if a.weights != a.math and BITS[a.weights] > BITS[a.math]:
+        fail(f"--weights {a.weights} is wider than --math {a.math}: weight-only quantisation stores weights narrower")
     for flag in ("batch", "prompt", "context"):
         if getattr(a, flag) < 1:
             fail(f"--{flag} must be at least 1")
@@ -411,6 +437,8 @@ def main():
         fail("--microbatches applies with --pp")
     if c.get("family") != "resnet" and a.phase is None:
         fail("--phase prefill, decode or train is required for a transformer")
+    if a.weights != a.math and (c.get("family") == "resnet" or a.phase == "train"):
+        fail("--math different from --weights (weight-only quantisation) is generated for transformer prefill and decode")
     if c.get("family") == "resnet":
         trace = build_resnet(c, a)
     elif c["encoder"] and a.phase == "decode":

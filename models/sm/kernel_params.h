@@ -13,6 +13,7 @@ struct KernelLibParams {
   int gemm_raster_group = 0;             // CTA rasterisation swizzle group (rows of tiles)
   int gemm_cluster_m = 1;                // CTAs along M per cluster sharing B by TMA multicast
   int gemm_threads = 0;                  // threads per GEMM CTA (producer + consumer warpgroups)
+  double gemm_dequant_ops = 0;           // lane ops to convert one weight-only element to the math format
   int simt_threads = 0;                  // threads per CTA for elementwise/row-wise kernels
   double simt_bytes_per_thread = 0;      // bytes each thread moves per pipeline stage
   int simt_stages = 0;                   // loads in flight per thread (stages)

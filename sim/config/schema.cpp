@@ -222,6 +222,10 @@ Schema make_gpu_schema() {
                "CTAs along M in a thread-block cluster; they share each B tile by TMA multicast (1 = no clusters)")
       .integer("gemm.threads", &KernelLibParams::gemm_threads, def("384"), between(32, 1024),
                "Threads per GEMM CTA (one producer and two consumer warpgroups)")
+      .number("gemm.dequant_ops", &KernelLibParams::gemm_dequant_ops, def("1.5"), between(0, 64),
+            "Weight-only GEMMs: SIMT lane ops to convert one weight to the math format and apply its scale "
+            "(assumption: a LOP3/PRMT nibble-to-half conversion at about one op per element plus a packed "
+            "scale multiply per pair, as mixed-input kernels such as Marlin and CUTLASS's do)")
       .integer("simt.threads", &KernelLibParams::simt_threads, def("256"), between(32, 1024),
                "Threads per CTA of elementwise and row-wise kernels")
       .quantity("simt.bytes_per_thread", &KernelLibParams::simt_bytes_per_thread, Dim::Size, def("16 B"),

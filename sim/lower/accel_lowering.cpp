@@ -88,6 +88,9 @@ std::vector<accel::AccelOp> lower_accelerator(const config::LoadedConfig& cfg, c
     switch (op.kind) {
       case OpKind::gemm:
       case OpKind::conv2d: {
+        if (op.weight_only())
+          throw UserError(op.loc.str() + ": op '" + op.name + "': weight_dtype " + op.weight_format +
+                          ": the accelerator stores weights and activations in one VS-Quant format (give it as dtype)");
         accel::GemmShape g;
         g.bits = bits_of(op);
         g.input_density = op.input_density;

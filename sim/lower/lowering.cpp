@@ -34,9 +34,15 @@ class GemmProgram : public KernelProgram {
   int64_t M = 0, N = 0, K = 0, batch = 1;
   int64_t bm = 0, bn = 0, bk = 0;  // bk in elements
   int in_bits = 16, out_bits = 16;
+  int b_bits = 16;  // the weights' elements (narrower than in_bits when weight-only quantised)
   Dtype dtype = Dtype::bf16;
   bool sparse = false;
-  uint64_t a = 0, b = 0, meta = 0, c = 0;
+  // Block scales of the weights: one of scale_bits per scale_group elements along K (0: none).
+  int64_t scale_group = 0;
+  int scale_bits = 0;
+  double dequant_ops = 0;  // lane ops per weight element converted to dtype before the MMA (0: native)
+  bool swap = false;       // weight-only: the weights are the MMA's 64-row operand (see step())
+  uint64_t a = 0, b = 0, meta = 0, scales = 0, c = 0;
   int64_t tiles_m = 0, tiles_n = 0;
   int raster_group = 8;
   int cluster = 1;  // CTAs along M sharing each B tile by TMA multicast
@@ -45,6 +51,13 @@ class GemmProgram : public KernelProgram {
 
   uint64_t num_ctas() const override { return static_cast<uint64_t>(batch * tiles_m * tiles_n); }
   uint32_t steps(uint64_t) const override { return static_cast<uint32_t>(div_up(static_cast<uint64_t>(K), static_cast<uint64_t>(bk))); }
+  // Bytes a weight element takes in shared memory: 2:4 sparse keeps half plus 2-bit metadata per
+  // kept element; block scales add their share.
+  double b_bytes_per_element() const {
+    double bits = b_bits + (scale_group > 0 ? static_cast<double>(scale_bits) / static_cast<double>(scale_group) : 0.0);
+    if (sparse) bits = bits * 0.5 + 1.0;
+    return bits / 8.0;
+  }
 
   // Rasterisation swizzle: walk `raster_group` tile rows together, column by column, so that
   // CTAs running at the same time share A rows and B columns in L2.
@@ -88,34 +101,58 @@ class GemmProgram : public KernelProgram {
     const int64_t n_cnt = std::min(cols_n, n_lo + share) - n_lo;
     std::vector<Strided>& dst = members > 1 ? w.multicast_loads : w.loads;
     w.multicast_fanout = static_cast<int>(members);
-    const uint64_t b_batch = conv ? 0 : bytes_of(static_cast<uint64_t>(K * N), in_bits) * static_cast<uint64_t>(bi);
-    if (n_cnt > 0 && !conv) {
-      dst.push_back({b + b_batch + bytes_of(static_cast<uint64_t>(b_k0 * N + tn * bn + n_lo), in_bits),
-                     static_cast<uint64_t>(b_rows), bytes_of(static_cast<uint64_t>(n_cnt), in_bits),
-                     bytes_of(static_cast<uint64_t>(N), in_bits)});
+    const uint64_t b_batch = conv ? 0 : bytes_of(static_cast<uint64_t>(K * N), b_bits) * static_cast<uint64_t>(bi);
+    if (n_cnt > 0 && !conv && !swap) {
+      dst.push_back({b + b_batch + bytes_of(static_cast<uint64_t>(b_k0 * N + tn * bn + n_lo), b_bits),
+                     static_cast<uint64_t>(b_rows), bytes_of(static_cast<uint64_t>(n_cnt), b_bits),
+                     bytes_of(static_cast<uint64_t>(N), b_bits)});
     } else if (n_cnt > 0) {
-      // Filters KRSC: each output channel's (r, s, c) run is contiguous.
-      dst.push_back({b + bytes_of(static_cast<uint64_t>((tn * bn + n_lo) * K + k0), in_bits), static_cast<uint64_t>(n_cnt),
-                     bytes_of(static_cast<uint64_t>(kk), in_bits), bytes_of(static_cast<uint64_t>(K), in_bits)});
+      // Filters KRSC, and the weights of weight-only kernels (N x K, as checkpoints store a
+      // linear layer's [out, in] and mixed-input kernels load them): each output channel's K run
+      // is contiguous.
+      const int64_t k_stored = sparse ? (K + 1) / 2 : K;
+      dst.push_back({b + b_batch + bytes_of(static_cast<uint64_t>((tn * bn + n_lo) * k_stored + b_k0), b_bits),
+                     static_cast<uint64_t>(n_cnt), bytes_of(static_cast<uint64_t>(b_rows), b_bits),
+                     bytes_of(static_cast<uint64_t>(k_stored), b_bits)});
     }
     if (sparse && n_cnt > 0)
       dst.push_back({meta + bytes_of(static_cast<uint64_t>(b_k0 * N + tn * bn + n_lo), 2), static_cast<uint64_t>(b_rows),
                      bytes_of(static_cast<uint64_t>(n_cnt), 2), bytes_of(static_cast<uint64_t>(N), 2)});
+    // Block scales, [K / group, N] row-major (per filter for convolutions): the rows this K step
+    // touches, for this CTA's share of the columns.
+    if (scale_group > 0 && n_cnt > 0) {
+      const int64_t g0 = k0 / scale_group, g1 = (k0 + kk + scale_group - 1) / scale_group;
+      const int64_t groups_k = (K + scale_group - 1) / scale_group;
+      const uint64_t s_batch = conv ? 0 : bytes_of(static_cast<uint64_t>(groups_k * N), scale_bits) * static_cast<uint64_t>(bi);
+      dst.push_back({scales + s_batch + bytes_of(static_cast<uint64_t>(g0 * N + tn * bn + n_lo), scale_bits),
+                     static_cast<uint64_t>(g1 - g0), bytes_of(static_cast<uint64_t>(n_cnt), scale_bits),
+                     bytes_of(static_cast<uint64_t>(N), scale_bits)});
+    }
     // The whole tile is computed (TMA zero-fills past the edges): edge waste is real work.
     w.tensor_macs = static_cast<double>(bm * bn * bk);
     w.tensor_dtype = dtype;
     w.tensor_sparse = sparse;
-    // One warpgroup MMA covers 64 rows x the tile's N x 32 bytes of K.
-    w.instr_mma = static_cast<double>(bm / 64) * std::ceil(static_cast<double>(bk * in_bits) / 256.0);
+    // One warpgroup MMA covers 64 rows x the tile's other side x 32 bytes of K. The 64 rows are
+    // A's (the tokens), or in a weight-only kernel the weights': mixed-input kernels swap the
+    // operands (C^T = B^T A^T) so that the converted weights are the MMA's register operand and
+    // the tokens its narrow side, which may be as small as 8.
+    const int64_t mma_rows = swap ? bn : bm, mma_cols = swap ? bm : bn;
+    w.instr_mma = static_cast<double>(mma_rows / 64) * std::ceil(static_cast<double>(bk * in_bits) / 256.0);
     w.instr_mem = static_cast<double>(w.loads.size() + w.multicast_loads.size());  // one TMA instruction per tile
-    // Shared memory: TMA lands the A tile and the whole B tile (every multicast share); each
-    // 64-row warpgroup MMA reads its A rows and all of B.
-    const double b_elems = static_cast<double>(bn * bk) * (sparse ? 0.5 + 1.0 / 16 : 1.0);
-    const double eb = in_bits / 8.0;
-    w.smem_write_bytes = (static_cast<double>(bm * bk) + b_elems) * eb;
-    w.smem_read_bytes = (static_cast<double>(bm * bk) + static_cast<double>(bm / 64) * b_elems) * eb;
-    // Each warpgroup MMA reads and writes its 64 x bn block of fp32 accumulators.
-    w.rf_bytes = w.instr_mma * 64.0 * static_cast<double>(bn) * 4.0 * 2.0;
+    // Shared memory: TMA lands the A tile and the whole B tile (every multicast share). Each
+    // 64-row warpgroup MMA reads its rows of the row operand and all of the other one; swapped,
+    // the weights are read once into registers and converted there.
+    const double b_tile_bytes = static_cast<double>(bn * bk) * b_bytes_per_element();
+    const double a_tile_bytes = static_cast<double>(bm * bk) * in_bits / 8.0;
+    w.smem_write_bytes = a_tile_bytes + b_tile_bytes;
+    w.smem_read_bytes = swap ? b_tile_bytes + static_cast<double>(bn / 64) * a_tile_bytes
+                             : a_tile_bytes + static_cast<double>(bm / 64) * b_tile_bytes;
+    if (dequant_ops > 0) {
+      w.fp32_ops = static_cast<double>(bn * bk) * dequant_ops;
+      w.instr_simt = std::ceil(w.fp32_ops / 32.0);
+    }
+    // Each warpgroup MMA reads and writes its 64-row block of fp32 accumulators.
+    w.rf_bytes = w.instr_mma * 64.0 * static_cast<double>(mma_cols) * 4.0 * 2.0;
   }
 
   void conv_a_blocks(int64_t tm, int64_t k0, int64_t kk, int64_t rows_m, StepWork& w) const {
@@ -467,7 +504,16 @@ LoweredOp Lowering::gemm(const Op& op) {
   p->dtype = op.dtype;
   p->in_bits = dtype_bits(op.dtype);
   p->out_bits = dtype_bits(op.out_dtype);
+  p->b_bits = dtype_bits(op.b_dtype());
   p->sparse = op.sparse_2_4;
+  if (op.weight_only()) {
+    p->scale_group = op.weight_group;
+    p->scale_bits = op.weight_scale_bits;
+    // The tensor cores take block-scaled weights of their own format as they are (Blackwell's
+    // block-scaled fp4 MMA); anything else is converted in registers first.
+    p->dequant_ops = op.weight_dtype == op.dtype ? 0 : kl.gemm_dequant_ops;
+    p->swap = p->dequant_ops > 0;
+  }
   if (op.kind == OpKind::gemm) {
     p->M = op.m;
     p->N = op.n;
@@ -480,7 +526,10 @@ LoweredOp Lowering::gemm(const Op& op) {
     p->N = op.k;
     p->K = op.c * op.r * op.s;
   }
-  p->bk = std::max<int64_t>(16, static_cast<int64_t>(kl.gemm_k_tile_bytes * 8 / p->in_bits));
+  // K per stage: k_tile bytes of each operand row. Weight-only kernels size it by the weights,
+  // which dominate their traffic, so that a stage carries as many weight bytes as a dense kernel's
+  // (a narrow format would otherwise keep too few bytes in flight to cover HBM latency).
+  p->bk = std::max<int64_t>(16, static_cast<int64_t>(kl.gemm_k_tile_bytes * 8 / std::min(p->in_bits, p->b_bits)));
   p->raster_group = kl.gemm_raster_group;
   p->cluster = kl.gemm_cluster_m;
   if (p->raster_group % p->cluster != 0)
@@ -492,14 +541,27 @@ LoweredOp Lowering::gemm(const Op& op) {
   // waves of tensor work against L2 operand traffic.
   const double eff_rate = rate * (op.sparse_2_4 ? 2 : 1);
   double best = std::numeric_limits<double>::infinity();
+  std::vector<std::pair<int64_t, int64_t>> tiles;  // (bm, bn)
   for (const std::string& t : kl.gemm_tiles) {
     int64_t bm = 0, bn = 0;
     char x = 0;
     std::istringstream is(t);
     if (!(is >> bm >> x >> bn) || x != 'x' || bm < 64 || bn < 8 || bm % 64 != 0)
       throw UserError("kernels.gemm.tiles: '" + t + "' is not a tile MxN with M a multiple of 64 (e.g. 128x256)");
-    const double b_frac = op.sparse_2_4 ? 0.5 + 1.0 / 16 : 1.0;
-    const double stage_bytes = (static_cast<double>(bm) + b_frac * static_cast<double>(bn)) * static_cast<double>(bytes_of(static_cast<uint64_t>(p->bk), p->in_bits));
+    tiles.emplace_back(bm, bn);
+  }
+  if (p->swap) {
+    // Swapped: each tile's 64-row side covers the weights (N) and its other side the tokens
+    // (M), which also come in the narrow widths of small batches.
+    std::vector<std::pair<int64_t, int64_t>> sw;
+    for (const auto& [rows, cols] : tiles)
+      for (int64_t tok : {int64_t{16}, int64_t{32}, cols})
+        if (std::find(sw.begin(), sw.end(), std::make_pair(tok, rows)) == sw.end()) sw.emplace_back(tok, rows);
+    tiles = sw;
+  }
+  for (const auto& [bm, bn] : tiles) {
+    const double stage_bytes = static_cast<double>(bytes_of(static_cast<uint64_t>(p->bk), p->in_bits)) * static_cast<double>(bm) +
+                               static_cast<double>(p->bk * bn) * p->b_bytes_per_element();
     const double epilogue_bytes = static_cast<double>(bm * bn) * p->out_bits / 8.0;
     const int stages = std::min<int>(kl.gemm_max_stages, static_cast<int>((sm.shared_memory_bytes - epilogue_bytes) / stage_bytes));
     const int consumers = std::max(1, kl.gemm_threads - kProducerThreads);
@@ -508,13 +570,16 @@ LoweredOp Lowering::gemm(const Op& op) {
     CtaResources r{kl.gemm_threads, regs_per_thread * kl.gemm_threads, stages * stage_bytes + epilogue_bytes};
     const int cps = ctas_per_sm(r);
     if (cps < 1) continue;
-    const double tiles = static_cast<double>(op.batch) * std::ceil(static_cast<double>(p->M) / bm) * std::ceil(static_cast<double>(p->N) / bn);
+    const double n_tiles = static_cast<double>(op.batch) * std::ceil(static_cast<double>(p->M) / bm) * std::ceil(static_cast<double>(p->N) / bn);
     const double k_pad = std::ceil(static_cast<double>(p->K) / p->bk) * p->bk;
     const double tile_s = bm * bn * k_pad / eff_rate / sm.clock_hz;
-    const double waves = std::ceil(tiles / (sm.count * cps));
+    const double waves = std::ceil(n_tiles / (sm.count * cps));
     const double compute_s = waves * cps * tile_s;
-    const double l2_s = tiles * k_pad * (bm + static_cast<double>(bn) / p->cluster) * p->in_bits / 8.0 / gpu_.l2.bandwidth;
-    const double est = std::max(compute_s, l2_s);
+    const double l2_s = n_tiles * k_pad * (bm * p->in_bits / 8.0 + static_cast<double>(bn) / p->cluster * p->b_bytes_per_element()) /
+                        gpu_.l2.bandwidth;
+    // Conversions on the busiest SM: the dispatcher spreads tiles over the SMs first.
+    const double dequant_s = std::ceil(n_tiles / sm.count) * bn * k_pad * p->dequant_ops / sm.fp32_lanes / sm.clock_hz;
+    const double est = std::max({compute_s, l2_s, dequant_s});
     if (est < best * (1 - 1e-9)) {
       best = est;
       p->bm = bm;
@@ -529,12 +594,17 @@ LoweredOp Lowering::gemm(const Op& op) {
   p->tiles_n = static_cast<int64_t>(div_up(static_cast<uint64_t>(p->N), static_cast<uint64_t>(p->bn)));
   const double ei = p->in_bits / 8.0;
   p->a = alloc(static_cast<double>(p->batch) * p->M * p->K * ei);
-  p->b = alloc(static_cast<double>(op.kind == OpKind::gemm ? p->batch : 1) * p->K * p->N * ei);
+  const double b_sets = static_cast<double>(op.kind == OpKind::gemm ? p->batch : 1);
+  p->b = alloc(b_sets * p->K * p->N * p->b_bits / 8.0);
   if (p->sparse) p->meta = alloc(static_cast<double>(p->batch) * p->K * p->N / 8.0);
+  if (p->scale_group > 0)
+    p->scales = alloc(b_sets * std::ceil(static_cast<double>(p->K) / static_cast<double>(p->scale_group)) * p->N * p->scale_bits / 8.0);
   p->c = alloc(static_cast<double>(p->batch) * p->M * p->N * p->out_bits / 8.0);
   std::ostringstream os;
   os << "tile " << p->bm << "x" << p->bn << "x" << p->bk << ", " << p->stages << " stages";
   if (p->cluster > 1) os << ", cluster " << p->cluster << "x1 (B multicast)";
+  if (op.weight_only())
+    os << ", " << op.weight_format << " weights" << (p->dequant_ops > 0 ? " converted to " + std::string(dtype_name(op.dtype)) : " (native block scaling)");
   p->description = os.str();
   return finish(p, true);
 }

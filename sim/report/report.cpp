@@ -171,6 +171,7 @@ OpReport describe_op(const trace::Op& op) {
   o.kind = trace::op_kind_name(op.kind);
   o.dtype = dtype_name(op.dtype);
   o.out_dtype = dtype_name(op.out_dtype);
+  o.weight_dtype = op.weight_format;
   o.shape = op.shape_text();
   o.stream = op.stream;
   return o;
@@ -463,6 +464,7 @@ std::string to_json(const Report& rep) {
   for (const OpReport& o : rep.ops) {
     w.begin_object();
     w.field("name", o.name).field("kind", o.kind).field("dtype", o.dtype).field("out_dtype", o.out_dtype);
+    if (!o.weight_dtype.empty()) w.field("weight_dtype", o.weight_dtype);
     w.field("shape", o.shape).field("stream", static_cast<long long>(o.stream));
     if (rep.gpus > 1) {
       w.key("devices").begin_array();
@@ -555,7 +557,8 @@ std::vector<std::vector<std::string>> rows(const Report& rep, size_t max_ops) {
                      pct(m.fraction_of_peak), pct(m.tensor_util), pct(m.simt_util),
                      units::format(m.hbm_bandwidth, units::Dim::Bandwidth), m.bound});
     else
-      out.push_back({o->name, o->kind, o->dtype, o->shape, units::format(m.time_s, units::Dim::Time), fmt("%.1f", m.tflops),
+      out.push_back({o->name, o->kind, o->weight_dtype.empty() ? o->dtype : o->dtype + "/w" + o->weight_dtype, o->shape,
+                     units::format(m.time_s, units::Dim::Time), fmt("%.1f", m.tflops),
                      pct(m.fraction_of_peak), pct(m.tensor_util), units::format(m.hbm_bandwidth, units::Dim::Bandwidth),
                      pct(m.l2_hit_rate), m.bound});
   }

@@ -45,6 +45,7 @@ struct Metrics {
 
 struct OpReport {
   std::string name, kind, dtype, out_dtype, shape, lowering;
+  std::string weight_dtype;  // weight-only quantisation: the weights' format (empty: dtype)
   long long ctas = 0;
   double waves = 0;
   int ctas_per_sm = 0;

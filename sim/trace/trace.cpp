@@ -24,13 +24,13 @@ constexpr int64_t kMaxDim = int64_t{1} << 40;  // no single dimension beyond 2^4
 
 const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
   static const std::vector<std::pair<OpKind, std::vector<std::string>>> keys = {
-      {OpKind::gemm, {"m", "n", "k", "batch", "sparsity", "input_density"}},
+      {OpKind::gemm, {"m", "n", "k", "batch", "sparsity", "input_density", "weight_dtype", "weight_group"}},
       {OpKind::elementwise, {"shape", "inputs", "flops_per_element"}},
       {OpKind::reduction, {"shape"}},
       {OpKind::softmax, {"shape"}},
       {OpKind::layernorm, {"shape"}},
       {OpKind::attention, {"batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal"}},
-      {OpKind::conv2d, {"batch", "h", "w", "c", "k", "r", "s", "stride", "pad"}},
+      {OpKind::conv2d, {"batch", "h", "w", "c", "k", "r", "s", "stride", "pad", "weight_dtype", "weight_group"}},
       {OpKind::pointer_chase, {"footprint", "stride", "loads", "warmup"}},
       {OpKind::strided_read, {"footprint", "stride", "access", "passes"}},
       {OpKind::instruction_loop, {"instruction", "count", "warps", "macs_per_instruction"}},
@@ -106,6 +106,36 @@ Dtype get_dtype(const Ctx& cx, const YAML::Node& n, const std::string& key) {
   const auto d = parse_dtype(n.Scalar());
   if (!d) fail(cx.at(n), key, "unknown number format '" + n.Scalar() + "'; one of " + dtype_choices());
   return *d;
+}
+
+// Weight-only formats: any number format, or a block-scaled one. Block scales: OCP MXFP4 has an
+// E8M0 scale per 32 E2M1 elements (4.25 bits per element; ../shared/reference/formats.md), NVFP4
+// an E4M3 scale per 16 (4.5 bits; NVIDIA Blackwell architecture). Plain int4 weights get the
+// fp16 scale per group of 128 that GPTQ and AWQ checkpoints use unless weight_group says.
+void parse_weight_format(const Ctx& cx, const YAML::Node& n, const std::string& path, Op& o) {
+  const YAML::Node wd = n["weight_dtype"];
+  if (!wd.IsScalar()) fail(cx.at(wd), path + ".weight_dtype", "expected a number format");
+  const std::string f = wd.Scalar();
+  if (f == "mxfp4" || f == "nvfp4") {
+    o.weight_dtype = Dtype::fp4;
+    o.weight_group = f == "mxfp4" ? 32 : 16;
+    o.weight_scale_bits = 8;
+  } else {
+    const auto d = parse_dtype(f);
+    if (!d) fail(cx.at(wd), path + ".weight_dtype", "unknown number format '" + f + "'; one of " + dtype_choices() + ", mxfp4, nvfp4");
+    o.weight_dtype = *d;
+    o.weight_group = *d == Dtype::int4 ? 128 : 0;
+    o.weight_scale_bits = 16;
+  }
+  if (const YAML::Node g = n["weight_group"]) {
+    if (f == "mxfp4" || f == "nvfp4") fail(cx.at(g), path + ".weight_group", f + " fixes its block size");
+    o.weight_group = get_int(cx, g, path + ".weight_group", 0, kMaxDim);
+  }
+  if (dtype_bits(o.weight_dtype) > dtype_bits(o.dtype))
+    fail(cx.at(wd), path + ".weight_dtype", "weights in " + f + " are wider than the op's dtype (" + dtype_name(o.dtype) +
+                                                "); weight-only quantisation stores them narrower than the math format");
+  o.weight_format = f;
+  if (o.weight_dtype == o.dtype && o.weight_group == 0) o.weight_format.clear();  // B stored as dtype: nothing special
 }
 
 // One of `choices`, or an error listing them with the closest as a hint.
@@ -260,6 +290,8 @@ class Parser {
           o.sparse_2_4 = sp.Scalar() == "2:4";
         }
         if (n["input_density"]) o.input_density = get_double(cx, n["input_density"], path + ".input_density", 0, 1);
+        if (n["weight_dtype"]) parse_weight_format(cx, n, path, o);
+        else if (n["weight_group"]) fail(cx.at(n["weight_group"]), path + ".weight_group", "applies with weight_dtype");
         break;
       case OpKind::elementwise:
       case OpKind::reduction:
@@ -308,6 +340,8 @@ class Parser {
         if (o.h + 2 * o.pad < o.r || o.w + 2 * o.pad < o.s)
           fail(cx.at(n), path, "filter (" + std::to_string(o.r) + "x" + std::to_string(o.s) + ") is larger than the padded input");
         checked_product(cx, n, path, {o.batch, o.conv_p(), o.conv_q(), o.k, o.c, o.r, o.s});
+        if (n["weight_dtype"]) parse_weight_format(cx, n, path, o);
+        else if (n["weight_group"]) fail(cx.at(n["weight_group"]), path + ".weight_group", "applies with weight_dtype");
         break;
       case OpKind::pointer_chase:
         o.footprint = dim("footprint");
@@ -513,7 +547,7 @@ double Op::min_bytes() const {
   const double b = static_cast<double>(batch);
   switch (kind) {
     case OpKind::gemm: {
-      const double weights = static_cast<double>(k) * static_cast<double>(n) * ei * (sparse_2_4 ? 0.5 + 1.0 / 16 : 1.0);
+      const double weights = static_cast<double>(k) * static_cast<double>(n) * weight_bits() / 8.0;
       return b * (static_cast<double>(m) * static_cast<double>(k) * ei + weights +
                   static_cast<double>(m) * static_cast<double>(n) * eo);
     }
@@ -525,7 +559,7 @@ double Op::min_bytes() const {
       return b * static_cast<double>(head_dim) *
              (static_cast<double>(seq_q * heads) * (ei + eo) + 2.0 * static_cast<double>(seq_kv * kv_heads) * ei);
     case OpKind::conv2d:
-      return b * static_cast<double>(h * w * c) * ei + static_cast<double>(k * r * s * c) * ei +
+      return b * static_cast<double>(h * w * c) * ei + static_cast<double>(k * r * s * c) * weight_bits() / 8.0 +
              b * static_cast<double>(conv_p() * conv_q() * k) * eo;
     case OpKind::pointer_chase: return static_cast<double>(footprint / stride) * 8.0;  // one pointer per element
     case OpKind::strided_read: return static_cast<double>(footprint / stride) * static_cast<double>(access);
@@ -539,6 +573,13 @@ double Op::min_bytes() const {
     case OpKind::send_recv: return 0;  // what crosses the links is in the report
   }
   return 0;
+}
+
+double Op::weight_bits() const {
+  double bits = dtype_bits(b_dtype());
+  if (weight_only() && weight_group > 0) bits += static_cast<double>(weight_scale_bits) / static_cast<double>(weight_group);
+  // 2:4 sparse weights keep half the elements plus 2 bits of position metadata per kept one.
+  return sparse_2_4 ? bits * 0.5 + 1.0 : bits;
 }
 
 std::string Op::devices_text() const {

@@ -34,6 +34,15 @@ struct Op {
   // gemm: C[batch, m, n] = A[batch, m, k] x B[batch, k, n]; conv2d uses batch and k too.
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool sparse_2_4 = false;  // 2:4 structured sparsity on B (the weights)
+  // gemm, conv2d: weight-only quantisation. B (the weights) is stored as weight_dtype, narrower
+  // than dtype (the tensor cores' format); `weight_group` elements along K share one scale of
+  // `weight_scale_bits` bits (MXFP4: 32 elements, an 8-bit E8M0 scale). The kernel converts B to
+  // dtype before the MMA unless the tensor cores take it as it is (block-scaled fp4 on fp4 math).
+  // weight_format is the name in the trace ("int4", "mxfp4"); empty: B is stored as dtype.
+  std::string weight_format;
+  Dtype weight_dtype = Dtype::bf16;
+  int64_t weight_group = 0;  // 0: one scale per output channel, applied in the epilogue
+  int weight_scale_bits = 0;
   double input_density = 1.0;  // share of non-zero elements in A (the inputs); zeros gate MACs where the chip can
   // elementwise, reduction, softmax, layernorm: the tensor's shape; row-wise ops work on the
   // last dimension.
@@ -75,6 +84,9 @@ struct Op {
   double attention_pairs() const;  // (query, key) pairs that are computed (causal mask applied)
   double flops() const;            // useful floating-point (or integer) operations
   double min_bytes() const;        // compulsory traffic: every input read once, output written once
+  bool weight_only() const { return !weight_format.empty(); }
+  Dtype b_dtype() const { return weight_only() ? weight_dtype : dtype; }  // the weights' elements
+  double weight_bits() const;      // storage bits per weight element, block scales included
   std::string shape_text() const;  // "8192x8192x8192", for reports
   std::string devices_text() const;  // "0-7", "all", "0,3"
 };

@@ -73,6 +73,40 @@ class TraceGen(unittest.TestCase):
                 self.assertEqual(weights, params * size)
                 self.assertEqual(kv, c["layers"] * batch * 2 * ctx * c["kv_heads"] * d * size)
 
+    def test_weight_only_formats_mark_the_weight_gemms(self):
+        # int4 weights under fp16 math: every weight GEMM (LM head included) stores int4, computes
+        # fp16; the FLOPs are unchanged; attention keeps its own format.
+        m = os.path.join(ROOT, "configs/models/llama-2-7b.yaml")
+        rc, out, err = generate(m, "--phase", "decode", "--weights", "int4", "--math", "fp16", "--layers", "2")
+        self.assertEqual(rc, 0, err)
+        t = yaml.safe_load(out)
+        rc, ref, err = generate(m, "--phase", "decode", "--weights", "fp16", "--layers", "2")
+        self.assertEqual(gemm_flops(t), gemm_flops(yaml.safe_load(ref)))
+        self.assertIn("wint4-fp16", t["name"])
+        gemms = [o for op in t["ops"] for o in (op["ops"] if "repeat" in op else [op]) if o["kind"] == "gemm"]
+        self.assertEqual({o["name"] for o in gemms}, {"qkv", "o_proj", "ffn_up", "ffn_down", "lm_head"})
+        for o in gemms:
+            self.assertEqual((o["dtype"], o["weight_dtype"]), ("fp16", "int4"), o["name"])
+        # Block-scaled fp4 computes in fp4 by default (no weight_dtype conversion needed but kept
+        # for the scales); --math fp8 converts.
+        rc, out, err = generate(m, "--phase", "decode", "--weights", "mxfp4", "--layers", "1")
+        self.assertEqual(rc, 0, err)
+        q = yaml.safe_load(out)["ops"][0]["ops"][1]
+        self.assertEqual((q["dtype"], q["weight_dtype"]), ("fp4", "mxfp4"))
+        rc, out, err = generate(m, "--phase", "decode", "--weights", "mxfp4", "--math", "fp8", "--layers", "1")
+        q = yaml.safe_load(out)["ops"][0]["ops"][1]
+        self.assertEqual((q["dtype"], q["weight_dtype"]), ("fp8", "mxfp4"))
+        # Same format: no weight_dtype at all.
+        rc, out, err = generate(m, "--phase", "decode", "--weights", "fp8", "--layers", "1")
+        self.assertNotIn("weight_dtype", out)
+        for bad, msg in [(["--weights", "bf16", "--math", "int4"], "wider than --math"),
+                         (["--weights", "int4", "--math", "fp16", "--phase", "train"], "weight-only"),
+                         (["--math", "mxfp4"], "unknown format")]:
+            args = ["--phase", "decode"] + bad if "--phase" not in bad else bad
+            rc, _, err = generate(m, *args)
+            self.assertNotEqual(rc, 0, bad)
+            self.assertIn(msg, err)
+
     def test_moe_decode_touches_top_k_experts_per_token(self):
         c = card("mixtral-8x7b")
         rc, out, err = generate(os.path.join(ROOT, "configs/models/mixtral-8x7b.yaml"), "--phase", "decode")

@@ -137,3 +137,21 @@ TEST_CASE("a dependent chain of mixed ops runs to the end, each after the last",
   }
   CHECK(d(r["total"]["time_s"]) == Approx(d(r["ops"][17]["end_s"])));
 }
+
+TEST_CASE("weight-only int4 speeds up a memory-bound GEMM by its bytes, not a compute-bound one", "[sim][bounds]") {
+  // Decode-shaped: 16 tokens through an 8192 x 8192 layer, bound by streaming the weights.
+  const YAML::Node bf16 = simulate(kH100, gemm_trace(16, 8192, 8192));
+  const YAML::Node w4 = simulate(kH100, gemm_trace(16, 8192, 8192, "bf16", ", weight_dtype: int4"));
+  const double t16 = d(bf16["total"]["time_s"]), t4 = d(w4["total"]["time_s"]);
+  CHECK(t4 < 0.45 * t16);
+  // Never faster than the int4 weights and their scales over peak HBM bandwidth.
+  const double peak = d(w4["chip"]["hbm_peak_bandwidth"]);
+  CHECK(t4 >= 8192.0 * 8192 * (4 + 16.0 / 128) / 8 / peak);
+  CHECK(d(w4["ops"][0]["memory"]["hbm_read_bytes"]) < 0.3 * d(bf16["ops"][0]["memory"]["hbm_read_bytes"]));
+  CHECK(w4["ops"][0]["weight_dtype"].as<std::string>() == "int4");
+  // Compute-bound: the math is bf16 either way, and the conversions cost a little.
+  const double big16 = d(simulate(kH100, gemm_trace(4096, 4096, 4096))["total"]["time_s"]);
+  const double big4 = d(simulate(kH100, gemm_trace(4096, 4096, 4096, "bf16", ", weight_dtype: int4"))["total"]["time_s"]);
+  CHECK(big4 >= 0.97 * big16);
+  CHECK(big4 <= 1.3 * big16);
+}

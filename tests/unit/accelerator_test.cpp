@@ -172,6 +172,8 @@ TEST_CASE("the accelerator refuses formats and ops it does not have", "[accelera
              Catch::Contains("op 'g'") && Catch::Contains("int4 or int8"));
   const std::string chase = "xpusim_trace: 1\nops:\n  - {name: p, kind: pointer_chase, footprint: 1048576}\n";
   CHECK_THAT(error_of([&] { simulate(kMagnet, chase); }), Catch::Contains("GPU microbenchmark"));
+  CHECK_THAT(error_of([] { simulate(kMagnet, gemm(64, 64, 64, "int8", ", weight_dtype: int4")); }),
+             Catch::Contains("weight_dtype int4") && Catch::Contains("one VS-Quant format"));
   // A GPU energy table on the accelerator.
   const std::string cfg = temp_file("extends: " + kMagnet + "\nenergy:\n  table: " + source_path("configs/energy/tsmc-4n.yaml") + "\n");
   CHECK_THAT(error_of([&] { config::load_config(cfg); }), Catch::Contains("energy.table"));

@@ -13,7 +13,7 @@ using xpusim::testing::source_path;
 namespace {
 
 struct Totals {
-  double macs = 0, load_bytes = 0, store_bytes = 0;
+  double macs = 0, load_bytes = 0, store_bytes = 0, simt_ops = 0;
   std::set<uint64_t> store_addrs;
   bool overlapping_stores = false;
 };
@@ -24,6 +24,7 @@ Totals walk(const KernelProgram& p) {
     StepWork w;
     auto add = [&](const StepWork& s) {
       t.macs += s.tensor_macs;
+      t.simt_ops += s.fp32_ops;
       t.load_bytes += static_cast<double>(total_bytes(s.loads) + total_bytes(s.multicast_loads) + total_bytes(s.cached_loads));
       t.store_bytes += static_cast<double>(total_bytes(s.stores));
       for (const auto& b : s.stores)
@@ -94,6 +95,41 @@ TEST_CASE("GEMM clusters fetch each shared B tile once between them", "[lowering
   const auto bad = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.cluster_m=3"});
   lower::Lowering lb(bad.chip.gpu);
   CHECK_THAT(error_of([&] { lb.lower(gemm(256, 256, 256)); }), Catch::Contains("must be a multiple of kernels.gemm.cluster_m"));
+}
+
+TEST_CASE("weight-only GEMMs load narrow weights and their scales, and convert them once per tile", "[lowering]") {
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"));
+  lower::Lowering l(cfg.chip.gpu);
+  const int64_t M = 16, N = 4096, K = 4096;
+  trace::Op w4 = gemm(M, N, K);
+  w4.weight_format = "int4", w4.weight_dtype = Dtype::int4, w4.weight_group = 128, w4.weight_scale_bits = 16;
+  const auto lo = l.lower(w4);
+  const Totals t = walk(*lo.program), dense = walk(*l.lower(gemm(M, N, K)).program);
+  // The tokens are the narrow side of the swapped MMA: a 16-row batch is not padded to 64.
+  CHECK(t.macs <= 1.01 * static_cast<double>(M * N * K));
+  CHECK(dense.macs >= 3.9 * static_cast<double>(M * N * K));
+  // One tile of tokens: every weight is loaded once, and every block scale.
+  const double weights = static_cast<double>(N * K) / 2, scales = static_cast<double>(N * K / 128 * 2);
+  const double tokens = static_cast<double>(M * K * 2) * static_cast<double>(lo.program->num_ctas());  // A per CTA
+  CHECK(t.load_bytes == Approx(weights + scales + tokens));
+  CHECK(t.store_bytes == dense.store_bytes);
+  // Each weight is converted once, at the configured cost, besides the epilogue's one op per output.
+  CHECK(t.simt_ops == Approx(static_cast<double>(N * K) * cfg.chip.gpu.kernels.gemm_dequant_ops + static_cast<double>(M * N)));
+  CHECK(dense.simt_ops < t.simt_ops / 50);
+  CHECK_THAT(lo.program->description, Catch::Contains("int4 weights converted to bf16"));
+
+  // Block-scaled fp4 on fp4 tensor cores: loaded with its scales, no conversion.
+  const auto b200 = config::load_config(source_path("configs/b200.yaml"));
+  lower::Lowering lb(b200.chip.gpu);
+  trace::Op mx = gemm(256, N, K, Dtype::fp4);
+  mx.weight_format = "mxfp4", mx.weight_dtype = Dtype::fp4, mx.weight_group = 32, mx.weight_scale_bits = 8;
+  const auto lm = lb.lower(mx);
+  const Totals tm = walk(*lm.program), tp = walk(*lb.lower(gemm(256, N, K, Dtype::fp4)).program);
+  CHECK_THAT(lm.program->description, Catch::Contains("native block scaling"));
+  CHECK(tm.macs == tp.macs);
+  CHECK(tm.simt_ops == tp.simt_ops);
+  CHECK(tm.load_bytes > tp.load_bytes);  // the E8M0 scales: 1/32 byte per weight per row of tiles
+  CHECK(tm.load_bytes < tp.load_bytes * (1 + 1.0 / 32 / 0.5 + 0.01));
 }
 
 TEST_CASE("streaming lowering covers every element exactly once", "[lowering]") {

@@ -109,3 +109,42 @@ TEST_CASE("a delay op takes its duration, with units, and nothing else", "[trace
                                                  kHead + "  - {name: gap, kind: delay, duration: 12.5 us}\n");
   CHECK(a["ops"][0]["time_s"].as<double>() == Approx(12.5e-6).epsilon(1e-3));
 }
+
+TEST_CASE("weight-only formats: weights narrower than the math, with block scales", "[trace]") {
+  const auto t = trace::load_trace(temp_file(kHead + R"(  - {name: w4, kind: gemm, m: 16, n: 4096, k: 4096, dtype: bf16, weight_dtype: int4}
+  - {name: w4g64, kind: gemm, m: 16, n: 4096, k: 4096, dtype: bf16, weight_dtype: int4, weight_group: 64}
+  - {name: mx, kind: gemm, m: 16, n: 4096, k: 4096, dtype: fp8, weight_dtype: mxfp4}
+  - {name: nv, kind: gemm, m: 16, n: 4096, k: 4096, dtype: fp4, weight_dtype: nvfp4}
+  - {name: w8, kind: gemm, m: 16, n: 4096, k: 4096, dtype: bf16, weight_dtype: fp8}
+  - {name: same, kind: gemm, m: 16, n: 4096, k: 4096, dtype: bf16, weight_dtype: bf16}
+  - {name: conv, kind: conv2d, h: 14, w: 14, c: 256, k: 256, r: 3, s: 3, pad: 1, dtype: bf16, weight_dtype: int4}
+)"));
+  REQUIRE(t.ops.size() == 7);
+  CHECK(t.ops[0].weight_bits() == Approx(4 + 16.0 / 128));  // GPTQ/AWQ: an fp16 scale per 128
+  CHECK(t.ops[1].weight_bits() == Approx(4 + 16.0 / 64));
+  CHECK(t.ops[2].weight_dtype == Dtype::fp4);
+  CHECK(t.ops[2].weight_bits() == Approx(4.25));  // OCP MX: an E8M0 scale per 32
+  CHECK(t.ops[3].weight_bits() == Approx(4.5));   // NVFP4: an E4M3 scale per 16
+  CHECK(t.ops[4].weight_bits() == 8);             // per-channel scales, applied in the epilogue
+  CHECK_FALSE(t.ops[5].weight_only());            // stored as computed: nothing special
+  CHECK(t.ops[5].weight_bits() == 16);
+  // FLOPs do not change; the weights' compulsory bytes do.
+  CHECK(t.ops[0].flops() == t.ops[5].flops());
+  const double acts = 16.0 * 4096 * 2 * 2;  // A read, C written, bf16
+  CHECK(t.ops[0].min_bytes() - acts == Approx(4096.0 * 4096 * (4 + 0.125) / 8));
+  trace::Op dense_conv = t.ops[6];
+  dense_conv.weight_format.clear();
+  CHECK(dense_conv.min_bytes() - t.ops[6].min_bytes() == Approx(256.0 * 9 * 256 * (16 - 4.125) / 8));  // conv: the filters' bytes
+
+  auto err = [&](const std::string& op) { return trace_error(kHead + "  - " + op + "\n"); };
+  CHECK_THAT(err("{name: g, kind: gemm, m: 8, n: 8, k: 8, dtype: fp8, weight_dtype: bf16}"),
+             Catch::Contains("key 'ops[0].weight_dtype'") && Catch::Contains("wider than the op's dtype"));
+  CHECK_THAT(err("{name: g, kind: gemm, m: 8, n: 8, k: 8, weight_dtype: int3}"),
+             Catch::Contains("unknown number format 'int3'") && Catch::Contains("mxfp4"));
+  CHECK_THAT(err("{name: g, kind: gemm, m: 8, n: 8, k: 8, weight_group: 128}"), Catch::Contains("applies with weight_dtype"));
+  CHECK_THAT(err("{name: g, kind: gemm, m: 8, n: 8, k: 8, dtype: fp8, weight_dtype: mxfp4, weight_group: 64}"),
+             Catch::Contains("mxfp4 fixes its block size"));
+  CHECK_THAT(err("{name: g, kind: gemm, m: 8, n: 8, k: 8, weight_dtype: int4, weight_group: -1}"),
+             Catch::Contains("ops[0].weight_group"));
+  CHECK_THAT(err("{name: e, kind: elementwise, shape: [8], weight_dtype: int4}"), Catch::Contains("weight_dtype"));
+}
