@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything xpusim needs from Debian 12 packages (run as root, or with sudo available).
+#   scripts/install-deps.sh                the build, the simulator, sweeps over MPI
+#   scripts/install-deps.sh --test-extras  also what some tests use when present: Chromium to
+#                                          render the HTML reports, pandas for the sweep example
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsystemc-dev libyaml-cpp-dev libboost-program-options-dev
-          libspdlog-dev catch2 python3 python3-yaml)
+          libspdlog-dev catch2 python3 python3-yaml libopenmpi-dev openmpi-bin)
+if [ "${1:-}" = "--test-extras" ]; then packages+=(chromium python3-pandas); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -10,12 +10,17 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include "models/common/systemc.h"
 #include "sim/config/config_loader.h"
 #include "sim/config/units.h"
 #include "sim/engine/simulate.h"
+#include "sim/io/files.h"
+#include "sim/report/compare.h"
+#include "sim/report/html.h"
 #include "sim/report/report.h"
+#include "sim/sweep/sweep.h"
 #include "sim/trace/trace.h"
 #include "sim/version.h"
 
@@ -34,6 +39,8 @@ const std::map<std::string, std::string>& commands() {
       {"run", "simulate a trace on a hardware config and write the report"},
       {"check", "validate a config and/or a trace without simulating"},
       {"describe", "list every hardware parameter (name, unit, default, range, meaning), or a config's resolved values"},
+      {"sweep", "run a design-space sweep (configs x traces x axes) in parallel, with resume and MPI"},
+      {"compare", "put two or more runs side by side: time, throughput, energy, TOPS/W, bound, ratios"},
   };
   return c;
 }
@@ -59,10 +66,14 @@ void setup_logging(const po::variables_map& vm) {
   spdlog::set_level(level);
 }
 
-po::variables_map parse(const std::string& cmd, const std::vector<std::string>& args, const po::options_description& d) {
+po::variables_map parse(const std::string& cmd, const std::vector<std::string>& args, const po::options_description& d,
+                        const po::positional_options_description* pos = nullptr) {
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(d).run(), vm);
+    po::command_line_parser p(args);
+    p.options(d);
+    if (pos) p.positional(*pos);
+    po::store(p.run(), vm);
     po::notify(vm);
   } catch (const po::unknown_option& e) {
     std::vector<std::string> names;
@@ -79,26 +90,16 @@ po::variables_map parse(const std::string& cmd, const std::vector<std::string>& 
 // Adds the logging flags, parses, prints help if asked (then returns nothing) and sets the
 // log level: what every command does before its own work.
 std::optional<po::variables_map> parse_command(const std::string& cmd, const std::vector<std::string>& args,
-                                               po::options_description& d, std::ostream& out) {
+                                               po::options_description& d, std::ostream& out,
+                                               const po::positional_options_description* pos = nullptr) {
   add_logging(d);
-  po::variables_map vm = parse(cmd, args, d);
+  po::variables_map vm = parse(cmd, args, d, pos);
   if (vm.count("help")) {
     out << d << "\n";
     return std::nullopt;
   }
   setup_logging(vm);
   return vm;
-}
-
-void write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UserError(path.string() + ": cannot write (check --out)");
-    f << text;
-    if (!f.flush()) throw UserError(path.string() + ": write failed");
-  }
-  fs::rename(tmp, path);
 }
 
 std::vector<std::string> sets(const po::variables_map& vm) {
@@ -111,7 +112,8 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
       ("config,c", po::value<std::string>(), "hardware description (YAML), e.g. configs/h100-sxm.yaml")
       ("trace,t", po::value<std::string>(), "workload trace (.yaml or .jsonl), e.g. traces/gemm/bf16-8192.yaml")
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value: --set hbm.data_rate=\"6.4 GT/s\" (repeatable)")
-      ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, summary.md, ops.csv, timeline.json (Chrome trace events), resolved-config.yaml")
+      ("trace-set", po::value<std::vector<std::string>>()->composing(), "override every op's dtype, weight_dtype or sparsity: --trace-set dtype=fp8 (repeatable)")
+      ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, report.html, summary.md, ops.csv, timeline.json (Chrome trace events), resolved-config.yaml")
       ("show-ops", po::value<int>()->default_value(20), "ops listed on the terminal (the longest ones)");
   const auto parsed = parse_command(cmd, args, d, out);
   if (!parsed) return 0;  // --help was printed
@@ -122,28 +124,107 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
 
   const auto t0 = std::chrono::steady_clock::now();
   const config::LoadedConfig cfg = config::load_config(vm["config"].as<std::string>(), sets(vm));
-  const trace::Trace tr = trace::load_trace(vm["trace"].as<std::string>());
+  trace::Trace tr = trace::load_trace(vm["trace"].as<std::string>());
+  if (vm.count("trace-set"))
+    for (const std::string& x : vm["trace-set"].as<std::vector<std::string>>()) {
+      const size_t eq = x.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError("xpusim run: --trace-set expects key=value, got '" + x + "'");
+      trace::apply_override(tr, x.substr(0, eq), x.substr(eq + 1));
+    }
   spdlog::debug("loaded {} ({} parameters) and {} ({} ops)", cfg.file, cfg.entries.size(), tr.file, tr.ops.size());
 
   const fs::path dir = vm["out"].as<std::string>();
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) throw UserError(dir.string() + ": cannot create output directory");
-  write_atomically(dir / "resolved-config.yaml",
+  io::write_atomically(dir / "resolved-config.yaml",
                    config::resolved_yaml(cfg, "Resolved configuration of " + cfg.chip.name + " as run by xpusim " + kVersion));
 
   engine::SimResult result;
   engine::simulate(cfg, tr, result);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const report::Report rep = report::build(cfg, tr, result);
-  write_atomically(dir / "report.json", report::to_json(rep));
-  write_atomically(dir / "ops.csv", report::to_csv(rep));
-  write_atomically(dir / "summary.md", report::to_markdown(rep, wall));
-  write_atomically(dir / "timeline.json", report::to_timeline(rep));
+  io::write_atomically(dir / "report.json", report::to_json(rep));
+  io::write_atomically(dir / "ops.csv", report::to_csv(rep));
+  io::write_atomically(dir / "summary.md", report::to_markdown(rep, wall));
+  io::write_atomically(dir / "timeline.json", report::to_timeline(rep));
+  io::write_atomically(dir / "report.html", report::run_html(rep));
   if (!vm.count("quiet")) {
     out << report::terminal_table(rep, static_cast<size_t>(vm["show-ops"].as<int>()));
-    out << "wrote " << (dir / "report.json").string() << ", summary.md, ops.csv, timeline.json, resolved-config.yaml (simulated in "
+    out << "wrote " << (dir / "report.json").string() << ", report.html, summary.md, ops.csv, timeline.json, resolved-config.yaml (simulated in "
         << units::format(wall, units::Dim::Time) << " wall time)\n";
+  }
+  return 0;
+}
+
+int cmd_sweep(const std::string& cmd, const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description d(
+      "xpusim sweep: run every point of a sweep spec (docs/sweeps.md), several at a time; under mpirun the points are "
+      "spread over the ranks and rank 0 writes the results\n\nusage: xpusim sweep SPEC.yaml [options]\n"
+      "       mpirun -np N xpusim sweep SPEC.yaml [options]\n\noptions");
+  d.add_options()("help,h", "show this help")
+      ("spec", po::value<std::string>(), "the sweep spec (YAML), e.g. configs/sweeps/hbm-x-sms.yaml")
+      ("out,o", po::value<std::string>(), "results folder (default: sweep-out/<spec name>)")
+      ("jobs,j", po::value<int>(), "points run at once on this machine (default: its cores; 1 per MPI rank)")
+      ("resume", "keep the finished points of an earlier run into --out and run only the rest")
+      ("retry-failed", "with --resume, run the failed points again too")
+      ("dry-run", "list the points and check every config and trace, run nothing");
+  po::positional_options_description pos;
+  pos.add("spec", 1);
+  const auto parsed = parse_command(cmd, args, d, out, &pos);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
+  if (!vm.count("spec")) throw UsageError("xpusim sweep: give the sweep spec, e.g. `xpusim sweep configs/sweeps/hbm-x-sms.yaml`");
+  if (vm.count("retry-failed") && !vm.count("resume")) throw UsageError("xpusim sweep: --retry-failed applies with --resume");
+  const sweep::Spec spec = sweep::load_spec(vm["spec"].as<std::string>());
+  const std::vector<sweep::Point> points = sweep::expand(spec);
+  sweep::validate(spec, points);
+  if (vm.count("dry-run")) {
+    for (const auto& p : points) {
+      out << p.index << "  " << p.config << "  " << p.trace;
+      for (const auto& [k, v] : p.axes) out << "  " << k << "=" << v;
+      out << "\n";
+    }
+    out << points.size() << " points; every config and trace loads\n";
+    return 0;
+  }
+  sweep::Options opt;
+  opt.out = vm.count("out") ? vm["out"].as<std::string>() : (fs::path("sweep-out") / spec.name).string();
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  opt.jobs = vm.count("jobs") ? vm["jobs"].as<int>() : (sweep::under_mpi() ? 1 : cores);
+  if (opt.jobs < 1 || opt.jobs > 4096) throw UsageError("xpusim sweep: --jobs must be from 1 to 4096");
+  opt.resume = vm.count("resume") > 0;
+  opt.retry_failed = vm.count("retry-failed") > 0;
+  opt.progress_bar = isatty(STDOUT_FILENO) && !vm.count("quiet");
+  std::error_code ec;
+  opt.self_exe = fs::read_symlink("/proc/self/exe", ec).string();
+  if (ec) throw UserError("cannot find the xpusim binary to run points with (/proc/self/exe)");
+  return sweep::run(spec, points, opt, out);
+}
+
+int cmd_compare(const std::string& cmd, const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description d(
+      "xpusim compare: runs side by side, with ratios to the first\n\nusage: xpusim compare RUN RUN [RUN...] [--out DIR]\n"
+      "  RUN is an output folder of `xpusim run` or its report.json\n\noptions");
+  d.add_options()("help,h", "show this help")
+      ("runs", po::value<std::vector<std::string>>()->composing(), "runs to compare")
+      ("out,o", po::value<std::string>(), "also write compare.md and compare.csv here");
+  po::positional_options_description pos;
+  pos.add("runs", -1);
+  const auto parsed = parse_command(cmd, args, d, out, &pos);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
+  const auto runs = vm.count("runs") ? vm["runs"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const report::Comparison c = report::compare_runs(runs);
+  out << c.text;
+  if (vm.count("out")) {
+    const fs::path dir = vm["out"].as<std::string>();
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw UserError(dir.string() + ": cannot create output directory");
+    io::write_atomically(dir / "compare.md", c.markdown);
+    io::write_atomically(dir / "compare.csv", c.csv);
+    out << "wrote " << (dir / "compare.md").string() << ", compare.csv\n";
   }
   return 0;
 }
@@ -313,6 +394,8 @@ int main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (cmd == "run") return cmd_run(cmd, rest, out);
     if (cmd == "check") return cmd_check(cmd, rest, out);
     if (cmd == "describe") return cmd_describe(cmd, rest, out);
+    if (cmd == "sweep") return cmd_sweep(cmd, rest, out);
+    if (cmd == "compare") return cmd_compare(cmd, rest, out);
     std::vector<std::string> names;
     for (const auto& [n, _] : commands()) names.push_back(n);
     const std::string hint = config::closest_match(cmd, names);

@@ -37,6 +37,6 @@ struct Quantity {
 Quantity parse(const std::string& text, Dim expected);
 
 // Renders an SI value in a readable unit of its dimension ("3.35 TB/s", "50 MiB").
-std::string format(double si_value, Dim d);
+std::string format(double value, Dim d);  // value in SI base units
 
 }  // namespace xpusim::units

@@ -6,6 +6,7 @@
 #include <memory>
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include "models/energy/energy_table.h"
 #include "models/interconnect/collective.h"
@@ -188,6 +189,7 @@ Report header(const config::LoadedConfig& cfg, const trace::Trace& t) {
   rep.config_name = cfg.chip.name;
   rep.config_file = cfg.file;
   rep.trace_name = t.name;
+  rep.tokens = t.tokens;
   rep.trace_file = t.file;
   return rep;
 }
@@ -430,7 +432,9 @@ std::string to_json(const Report& rep) {
   w.field("xpusim_report", 1LL).field("version", rep.version);
   w.key("config").begin_object().field("name", rep.config_name).field("file", rep.config_file).end_object();
   w.key("trace").begin_object().field("name", rep.trace_name).field("file", rep.trace_file)
-      .field("ops", static_cast<long long>(rep.ops.size())).end_object();
+      .field("ops", static_cast<long long>(rep.ops.size()));
+  if (rep.tokens > 0) w.field("tokens", rep.tokens);
+  w.end_object();
   w.key("chip").begin_object();
   w.field("sms", static_cast<long long>(rep.sms)).field("sm_clock_hz", rep.clock_hz);
   w.field("hbm_peak_bandwidth", rep.hbm_peak).field("hbm_sustained_bandwidth", rep.hbm_sustained);
@@ -660,6 +664,30 @@ std::string to_timeline(const Report& rep) {
       w.end_object();
       w.end_object();
     }
+  // Counter tracks per GPU: HBM bandwidth and tensor-core utilisation over time, each op's
+  // average spread evenly over its span (the sum of the ops running at once; an SPMD op's
+  // bytes split evenly over its GPUs). Steps at op boundaries, not samples inside an op.
+  for (int d : gpus) {
+    std::vector<std::tuple<double, double, double>> edges;  // time, d(bandwidth), d(utilisation)
+    for (const OpReport& o : rep.ops) {
+      if (std::find(o.devices.begin(), o.devices.end(), d) == o.devices.end() || o.m.time_s <= 0) continue;
+      const double bw = o.m.hbm_bandwidth / static_cast<double>(o.devices.size());
+      edges.emplace_back(o.m.start_s, bw, o.m.tensor_util);
+      edges.emplace_back(o.m.start_s + o.m.time_s, -bw, -o.m.tensor_util);
+    }
+    std::sort(edges.begin(), edges.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+    double bw = 0, util = 0;
+    for (size_t i = 0; i < edges.size(); ++i) {
+      bw += std::get<1>(edges[i]);
+      util += std::get<2>(edges[i]);
+      if (i + 1 < edges.size() && std::get<0>(edges[i + 1]) == std::get<0>(edges[i])) continue;  // same instant
+      const double ts = std::get<0>(edges[i]) * 1e6;
+      w.begin_object().field("name", "HBM bandwidth").field("ph", "C").field("ts", ts).field("pid", static_cast<long long>(d));
+      w.key("args").begin_object().field("GB/s", std::max(0.0, bw) / 1e9).end_object().end_object();
+      w.begin_object().field("name", "tensor cores").field("ph", "C").field("ts", ts).field("pid", static_cast<long long>(d));
+      w.key("args").begin_object().field("busy %", std::clamp(util, 0.0, 1.0) * 100).end_object().end_object();
+    }
+  }
   w.end_array();
   w.end_object();
   return w.str();

@@ -58,6 +58,7 @@ struct OpReport {
 struct Report {
   std::string version;
   std::string config_name, config_file, trace_name, trace_file;
+  double tokens = 0;  // tokens the trace produces or processes (0: not an LLM step)
   int sms = 0;
   int gpus = 1;                     // GPUs in the system
   std::vector<int> simulated_gpus;  // whose SMs and memory were simulated

@@ -112,30 +112,38 @@ Dtype get_dtype(const Ctx& cx, const YAML::Node& n, const std::string& key) {
 // E8M0 scale per 32 E2M1 elements (4.25 bits per element; ../shared/reference/formats.md), NVFP4
 // an E4M3 scale per 16 (4.5 bits; NVIDIA Blackwell architecture). Plain int4 weights get the
 // fp16 scale per group of 128 that GPTQ and AWQ checkpoints use unless weight_group says.
-void parse_weight_format(const Ctx& cx, const YAML::Node& n, const std::string& path, Op& o) {
-  const YAML::Node wd = n["weight_dtype"];
-  if (!wd.IsScalar()) fail(cx.at(wd), path + ".weight_dtype", "expected a number format");
-  const std::string f = wd.Scalar();
+// Sets `f` as o's weight format; returns what is wrong with it, or "" (group < 0: the default).
+std::string set_weight_format(Op& o, const std::string& f, int64_t group) {
   if (f == "mxfp4" || f == "nvfp4") {
+    if (group >= 0) return f + " fixes its block size";
     o.weight_dtype = Dtype::fp4;
     o.weight_group = f == "mxfp4" ? 32 : 16;
     o.weight_scale_bits = 8;
   } else {
     const auto d = parse_dtype(f);
-    if (!d) fail(cx.at(wd), path + ".weight_dtype", "unknown number format '" + f + "'; one of " + dtype_choices() + ", mxfp4, nvfp4");
+    if (!d) return "unknown number format '" + f + "'; one of " + dtype_choices() + ", mxfp4, nvfp4";
     o.weight_dtype = *d;
-    o.weight_group = *d == Dtype::int4 ? 128 : 0;
+    o.weight_group = group >= 0 ? group : (*d == Dtype::int4 ? 128 : 0);
     o.weight_scale_bits = 16;
   }
-  if (const YAML::Node g = n["weight_group"]) {
-    if (f == "mxfp4" || f == "nvfp4") fail(cx.at(g), path + ".weight_group", f + " fixes its block size");
-    o.weight_group = get_int(cx, g, path + ".weight_group", 0, kMaxDim);
-  }
   if (dtype_bits(o.weight_dtype) > dtype_bits(o.dtype))
-    fail(cx.at(wd), path + ".weight_dtype", "weights in " + f + " are wider than the op's dtype (" + dtype_name(o.dtype) +
-                                                "); weight-only quantisation stores them narrower than the math format");
+    return "weights in " + f + " are wider than the op's dtype (" + dtype_name(o.dtype) +
+           "); weight-only quantisation stores them narrower than the math format";
   o.weight_format = f;
   if (o.weight_dtype == o.dtype && o.weight_group == 0) o.weight_format.clear();  // B stored as dtype: nothing special
+  return "";
+}
+
+void parse_weight_format(const Ctx& cx, const YAML::Node& n, const std::string& path, Op& o) {
+  const YAML::Node wd = n["weight_dtype"];
+  if (!wd.IsScalar()) fail(cx.at(wd), path + ".weight_dtype", "expected a number format");
+  int64_t group = -1;
+  if (const YAML::Node g = n["weight_group"]) {
+    if (wd.Scalar() == "mxfp4" || wd.Scalar() == "nvfp4") fail(cx.at(g), path + ".weight_group", wd.Scalar() + " fixes its block size");
+    group = get_int(cx, g, path + ".weight_group", 0, kMaxDim);
+  }
+  const std::string problem = set_weight_format(o, wd.Scalar(), group);
+  if (!problem.empty()) fail(cx.at(wd), path + ".weight_dtype", problem);
 }
 
 // One of `choices`, or an error listing them with the closest as a hint.
@@ -669,6 +677,37 @@ Trace load_trace(const std::string& path) {
   if (t.ops.empty()) throw UserError(path + ": trace has no ops");
   if (t.name.empty()) t.name = std::filesystem::path(path).stem().string();
   return t;
+}
+
+void apply_override(Trace& t, const std::string& key, const std::string& value) {
+  const std::string where = "trace override '" + key + "=" + value + "'";
+  if (key == "dtype") {
+    const auto d = parse_dtype(value);
+    if (!d) throw UserError(where + ": unknown number format; one of " + dtype_choices());
+    for (Op& o : t.ops)
+      if (o.kind == OpKind::gemm || o.kind == OpKind::conv2d || o.kind == OpKind::attention) {
+        o.dtype = *d;
+        o.out_dtype = *d;  // as a trace that gives only dtype
+        if (o.weight_only()) {
+          const std::string problem = set_weight_format(o, o.weight_format, -1);
+          if (!problem.empty()) throw UserError(where + ": op '" + o.name + "': " + problem);
+        }
+      }
+  } else if (key == "weight_dtype") {
+    for (Op& o : t.ops)
+      if (o.kind == OpKind::gemm || o.kind == OpKind::conv2d) {
+        const std::string problem = set_weight_format(o, value, -1);
+        if (!problem.empty()) throw UserError(where + ": op '" + o.name + "': " + problem);
+      }
+  } else if (key == "sparsity") {
+    if (value != "2:4" && value != "none") throw UserError(where + ": expected \"2:4\" or none");
+    for (Op& o : t.ops)
+      if (o.kind == OpKind::gemm) o.sparse_2_4 = value == "2:4";
+  } else {
+    const std::string hint = config::closest_match(key, {"dtype", "weight_dtype", "sparsity"});
+    throw UserError(where + ": unknown trace key; one of dtype, weight_dtype, sparsity" +
+                    (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  }
 }
 
 }  // namespace xpusim::trace

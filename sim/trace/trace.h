@@ -103,6 +103,11 @@ struct Trace {
 // line, column and key on any problem.
 Trace load_trace(const std::string& path);
 
+// A sweep's trace axis, applied to every op it concerns: `dtype` (gemm, conv2d, attention: inputs
+// and outputs, as a trace that gives only dtype), `weight_dtype` (gemm, conv2d) or `sparsity`
+// (gemm: "2:4" or none). Throws UserError naming the key and the op it cannot apply to.
+void apply_override(Trace& t, const std::string& key, const std::string& value);
+
 // Per-element costs of the row-wise kernels: FP32 lane ops and special-function ops per input
 // element, as an implementation that reads each row once (online softmax, Welford layernorm)
 // spends them. Shared by FLOP counting and lowering.

@@ -1,0 +1,111 @@
+#include "sim/report/compare.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "sim/config/units.h"
+#include "sim/error.h"
+
+namespace xpusim::report {
+namespace {
+
+struct Run {
+  std::string label, chip, trace, bound;
+  double time = 0, tflops = 0, energy = 0, topsw = 0, tokens = 0;
+  bool has_energy = false;
+};
+
+double get(const YAML::Node& n, std::initializer_list<const char*> path, bool* found = nullptr) {
+  YAML::Node cur = n;  // reset(), not =: assigning a yaml-cpp node overwrites what it refers to
+  for (const char* k : path) {
+    const YAML::Node& c = cur;
+    if (!c.IsMap() || !c[k]) {
+      if (found) *found = false;
+      return 0;
+    }
+    cur.reset(c[k]);
+  }
+  if (found) *found = true;
+  return cur.as<double>();
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+}  // namespace
+
+Comparison compare_runs(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  if (paths.size() < 2) throw UserError("xpusim compare: give two or more runs (output folders or report.json files)");
+  std::vector<Run> runs;
+  for (const std::string& p : paths) {
+    const fs::path file = fs::is_directory(p) ? fs::path(p) / "report.json" : fs::path(p);
+    if (!fs::exists(file)) throw UserError(file.string() + ": no report (run `xpusim run --out " + p + "` first)");
+    YAML::Node r;
+    try {
+      r = YAML::LoadFile(file.string());
+      if (!r["xpusim_report"] || !r["total"]) throw UserError("");
+    } catch (const std::exception&) {
+      throw UserError(file.string() + ": not an xpusim report.json");
+    }
+    Run x;
+    x.label = fs::is_directory(p) ? fs::path(p).lexically_normal().filename().string() : fs::path(p).parent_path().filename().string();
+    if (x.label.empty()) x.label = p;
+    x.chip = r["config"]["name"].Scalar();
+    x.trace = r["trace"]["name"].Scalar();
+    x.bound = r["total"]["bound"].Scalar();
+    x.time = get(r, {"total", "time_s"});
+    x.tflops = get(r, {"total", "tflops"});
+    x.energy = get(r, {"total", "energy", "total_j"}, &x.has_energy);
+    x.topsw = get(r, {"total", "energy", "tops_per_w"});
+    x.tokens = get(r, {"trace", "tokens"});
+    runs.push_back(x);
+  }
+  const Run& base = runs.front();
+  std::vector<std::vector<std::string>> rows;
+  const std::vector<std::string> head = {"run", "chip", "trace", "time", "vs first", "TFLOP/s", "tokens/s", "energy", "vs first",
+                                         "TOPS/W", "bound"};
+  for (const Run& x : runs)
+    rows.push_back({x.label, x.chip, x.trace, units::format(x.time, units::Dim::Time),
+                    fmt("%.2fx", base.time > 0 ? x.time / base.time : 0), fmt("%.1f", x.tflops),
+                    x.tokens > 0 ? fmt("%.1f", x.tokens / x.time) : "-", x.has_energy ? fmt("%.4g J", x.energy) : "-",
+                    x.has_energy && base.has_energy && base.energy > 0 ? fmt("%.2fx", x.energy / base.energy) : "-",
+                    x.has_energy ? fmt("%.2f", x.topsw) : "-", x.bound});
+  Comparison c;
+  std::vector<size_t> width(head.size());
+  for (size_t j = 0; j < head.size(); ++j) {
+    width[j] = head[j].size();
+    for (const auto& r : rows) width[j] = std::max(width[j], r[j].size());
+  }
+  std::ostringstream t, md, csv;
+  auto line = [&](const std::vector<std::string>& r) {
+    for (size_t j = 0; j < r.size(); ++j) t << r[j] << std::string(width[j] - r[j].size() + 2, ' ');
+    t << "\n";
+    md << "|";
+    for (const auto& v : r) md << " " << v << " |";
+    md << "\n";
+  };
+  line(head);
+  md << "|";
+  for (size_t j = 0; j < head.size(); ++j) md << "---|";
+  md << "\n";
+  for (const auto& r : rows) line(r);
+  t << "ratios are to the first run (" << base.label << "): time below 1.00x is faster, energy below 1.00x is less\n";
+  csv << "run,chip,trace,time_s,time_ratio,tflops,tokens_per_s,energy_j,energy_ratio,tops_per_w,bound\n";
+  for (const Run& x : runs)
+    csv << x.label << "," << x.chip << "," << x.trace << "," << x.time << "," << (base.time > 0 ? x.time / base.time : 0) << "," << x.tflops
+        << "," << (x.tokens > 0 ? x.tokens / x.time : 0) << "," << (x.has_energy ? x.energy : 0) << ","
+        << (x.has_energy && base.energy > 0 ? x.energy / base.energy : 0) << "," << x.topsw << ",\"" << x.bound << "\"\n";
+  c.text = t.str();
+  c.markdown = md.str();
+  c.csv = csv.str();
+  return c;
+}
+
+}  // namespace xpusim::report

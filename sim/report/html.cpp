@@ -1,0 +1,488 @@
+#include "sim/report/html.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "models/energy/energy_table.h"
+#include "sim/config/units.h"
+
+namespace xpusim::report {
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::string num(double v, int digits = 3) {
+  char b[64];
+  const double a = std::abs(v);
+  if (a >= 1e-3 && a < 1e6 && a == std::round(a)) std::snprintf(b, sizeof b, "%.0f", v);  // ticks: 1000, not 1e+03
+  else std::snprintf(b, sizeof b, "%.*g", digits, v);
+  return b;
+}
+
+const char* kPalette[] = {"#4e79a7", "#e15759", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac", "#ff9da7"};
+const char* color(size_t i) { return kPalette[i % (sizeof kPalette / sizeof kPalette[0])]; }
+
+// What bound an op, as a colour: the same in every chart.
+const char* bound_color(const std::string& b) {
+  if (b.find("tensor") != std::string::npos || b.find("compute") != std::string::npos) return "#4e79a7";
+  if (b.find("HBM") != std::string::npos || b.find("DRAM") != std::string::npos) return "#e15759";
+  if (b.find("L2") != std::string::npos) return "#f28e2b";
+  if (b.find("SIMT") != std::string::npos || b.find("SFU") != std::string::npos) return "#59a14f";
+  if (b.find("NVLink") != std::string::npos || b.find("network") != std::string::npos) return "#b07aa1";
+  return "#9c9c9c";  // latency and the rest
+}
+
+struct Series {
+  std::string name;
+  std::string color;
+  std::vector<double> x, y;
+  std::vector<std::string> tips;
+  bool line = false, points = true, dashed = false;
+};
+
+// One axis: linear or log, mapping data to pixels, with ticks.
+struct Scale {
+  double lo = 0, hi = 1;
+  bool log = false;
+  double px0 = 0, px1 = 1;
+  double t(double v) const { return log ? std::log10(v) : v; }
+  double map(double v) const { return px0 + (t(v) - t(lo)) / (t(hi) - t(lo)) * (px1 - px0); }
+  std::vector<double> ticks() const {
+    std::vector<double> out;
+    if (log) {
+      for (double e = std::floor(std::log10(lo)); e <= std::ceil(std::log10(hi)); ++e) {
+        const double v = std::pow(10.0, e);
+        if (v >= lo * 0.999 && v <= hi * 1.001) out.push_back(v);
+      }
+      return out;
+    }
+    const double span = hi - lo, raw = span / 5, mag = std::pow(10.0, std::floor(std::log10(raw)));
+    const double step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : raw / mag < 7.5 ? 5 * mag : 10 * mag;
+    for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
+    return out;
+  }
+};
+
+void fit(Scale& s, const std::vector<double>& vals, bool from_zero) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (double v : vals)
+    if (std::isfinite(v) && (!s.log || v > 0)) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (!std::isfinite(lo)) lo = s.log ? 1 : 0, hi = s.log ? 10 : 1;
+  if (s.log) {
+    s.lo = std::pow(10.0, std::floor(std::log10(lo)));
+    s.hi = std::pow(10.0, std::ceil(std::log10(hi)));
+    if (s.hi <= s.lo) s.hi = s.lo * 10;
+  } else {
+    if (from_zero) lo = std::min(lo, 0.0);
+    const double pad = (hi - lo) * 0.08 + (hi == lo ? std::abs(hi) * 0.1 + 1 : 0);
+    s.lo = from_zero && lo >= 0 ? 0 : lo - pad;
+    s.hi = hi + pad;
+  }
+}
+
+struct XY {
+  std::string id, title, xlabel, ylabel;
+  bool xlog = false, ylog = false, y_from_zero = true;
+  std::vector<std::string> categories;  // x is categorical: x values are indices into these
+  std::vector<Series> series;
+};
+
+std::string render(const XY& c) {
+  const double W = 640, H = 380, L = 70, R = 170, T = 36, B = 52;
+  Scale x{0, 1, c.xlog, L, W - R}, y{0, 1, c.ylog, H - B, T};
+  std::vector<double> xs, ys;
+  for (const Series& s : c.series) xs.insert(xs.end(), s.x.begin(), s.x.end()), ys.insert(ys.end(), s.y.begin(), s.y.end());
+  if (!c.categories.empty()) {
+    x.lo = -0.5;
+    x.hi = static_cast<double>(c.categories.size()) - 0.5;
+  } else {
+    fit(x, xs, false);
+  }
+  fit(y, ys, c.y_from_zero);
+  std::ostringstream o;
+  o << "<svg id=\"" << esc(c.id) << "\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"" << esc(c.title) << "\">\n";
+  o << "<text x=\"" << L << "\" y=\"20\" class=\"title\">" << esc(c.title) << "</text>\n";
+  // Grid and ticks
+  for (double v : y.ticks()) {
+    const double py = y.map(v);
+    o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << py << "\" y2=\"" << py << "\" class=\"grid\"/>"
+      << "<text x=\"" << L - 6 << "\" y=\"" << py + 4 << "\" class=\"tick\" text-anchor=\"end\">" << num(v) << "</text>\n";
+  }
+  if (!c.categories.empty()) {
+    for (size_t i = 0; i < c.categories.size(); ++i) {
+      const double px = x.map(static_cast<double>(i));
+      o << "<text x=\"" << px << "\" y=\"" << H - B + 16 << "\" class=\"tick\" text-anchor=\"middle\">" << esc(c.categories[i]) << "</text>\n";
+    }
+  } else {
+    for (double v : x.ticks()) {
+      const double px = x.map(v);
+      o << "<line x1=\"" << px << "\" x2=\"" << px << "\" y1=\"" << T << "\" y2=\"" << H - B << "\" class=\"grid\"/>"
+        << "<text x=\"" << px << "\" y=\"" << H - B + 16 << "\" class=\"tick\" text-anchor=\"middle\">" << num(v) << "</text>\n";
+    }
+  }
+  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - R - L << "\" height=\"" << H - B - T << "\" class=\"frame\"/>\n";
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 12 << "\" class=\"label\" text-anchor=\"middle\">" << esc(c.xlabel) << "</text>\n";
+  o << "<text transform=\"translate(16," << (T + H - B) / 2 << ") rotate(-90)\" class=\"label\" text-anchor=\"middle\">" << esc(c.ylabel)
+    << "</text>\n";
+  auto inside = [&](double vx, double vy) {
+    return std::isfinite(vx) && std::isfinite(vy) && (!c.xlog || vx > 0) && (!c.ylog || vy > 0);
+  };
+  double ly = T + 6;
+  for (const Series& s : c.series) {
+    if (s.line) {
+      o << "<polyline fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6 4\"" : "")
+        << " points=\"";
+      for (size_t i = 0; i < s.x.size(); ++i)
+        if (inside(s.x[i], s.y[i])) o << x.map(s.x[i]) << "," << y.map(s.y[i]) << " ";
+      o << "\"/>\n";
+    }
+    if (s.points)
+      for (size_t i = 0; i < s.x.size(); ++i) {
+        if (!inside(s.x[i], s.y[i])) continue;
+        o << "<circle cx=\"" << x.map(s.x[i]) << "\" cy=\"" << y.map(s.y[i]) << "\" r=\"4\" fill=\"" << s.color << "\" class=\"pt\">";
+        if (i < s.tips.size()) o << "<title>" << esc(s.tips[i]) << "</title>";
+        o << "</circle>\n";
+      }
+    if (!s.name.empty()) {
+      o << "<rect x=\"" << W - R + 12 << "\" y=\"" << ly << "\" width=\"10\" height=\"10\" fill=\"" << s.color << "\"/>"
+        << "<text x=\"" << W - R + 26 << "\" y=\"" << ly + 9 << "\" class=\"legend\">" << esc(s.name.substr(0, 24)) << "</text>\n";
+      ly += 16;
+    }
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+// Horizontal bars, one per label, each a stack of segments.
+struct Bars {
+  std::string id, title, unit;
+  std::vector<std::string> labels;
+  std::vector<std::vector<double>> values;  // per label, per segment
+  std::vector<std::string> segment_names;   // legend (empty: no legend)
+  std::vector<std::vector<std::string>> colors;
+};
+
+std::string render(const Bars& b) {
+  const double W = 700, L = 170, R = 230, row = 18, T = 34;
+  const double H = T + row * static_cast<double>(b.labels.size()) + 40;
+  double hi = 0;
+  for (const auto& v : b.values) {
+    double s = 0;
+    for (double x : v) s += std::max(0.0, x);
+    hi = std::max(hi, s);
+  }
+  if (hi <= 0) hi = 1;
+  std::ostringstream o;
+  o << "<svg id=\"" << esc(b.id) << "\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"" << esc(b.title) << "\">\n";
+  o << "<text x=\"" << 10 << "\" y=\"20\" class=\"title\">" << esc(b.title) << "</text>\n";
+  for (size_t i = 0; i < b.labels.size(); ++i) {
+    const double py = T + row * static_cast<double>(i);
+    o << "<text x=\"" << L - 6 << "\" y=\"" << py + 12 << "\" class=\"tick\" text-anchor=\"end\">" << esc(b.labels[i].substr(0, 30))
+      << "</text>\n";
+    double px = L, total = 0;
+    for (size_t j = 0; j < b.values[i].size(); ++j) {
+      const double w = std::max(0.0, b.values[i][j]) / hi * (W - L - R);
+      total += std::max(0.0, b.values[i][j]);
+      o << "<rect x=\"" << px << "\" y=\"" << py + 2 << "\" width=\"" << w << "\" height=\"" << row - 4 << "\" fill=\"" << b.colors[i][j]
+        << "\"><title>" << esc(b.labels[i]) << (b.segment_names.empty() ? "" : ": " + esc(b.segment_names[j])) << " " << num(b.values[i][j])
+        << " " << esc(b.unit) << "</title></rect>\n";
+      px += w;
+    }
+    o << "<text x=\"" << px + 4 << "\" y=\"" << py + 12 << "\" class=\"tick\">" << num(total) << " " << esc(b.unit) << "</text>\n";
+  }
+  double ly = T;
+  for (size_t j = 0; j < b.segment_names.size(); ++j) {
+    o << "<rect x=\"" << W - 130 << "\" y=\"" << ly << "\" width=\"10\" height=\"10\" fill=\"" << color(j) << "\"/>"
+      << "<text x=\"" << W - 116 << "\" y=\"" << ly + 9 << "\" class=\"legend\">" << esc(b.segment_names[j]) << "</text>\n";
+    ly += 16;
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+const char* kStyle =
+    "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}"
+    "h1{font-size:22px}h2{font-size:17px;margin-top:28px}"
+    ".charts{display:flex;flex-wrap:wrap;gap:18px}.chart{background:#fff;border:1px solid #ddd}"
+    ".title{font-size:14px;font-weight:600}.tick{font-size:11px;fill:#444}.label{font-size:12px;fill:#222}"
+    ".legend{font-size:11px}.grid{stroke:#eee}.frame{fill:none;stroke:#999}"
+    "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}"
+    "th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.muted{color:#666}";
+
+std::string page(const std::string& title, const std::string& body) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc(title) + "</title><style>" + kStyle +
+         "</style></head><body>\n" + body + "</body></html>\n";
+}
+
+std::string table_html(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) {
+  std::ostringstream o;
+  o << "<table><tr>";
+  for (const auto& h : head) o << "<th>" << esc(h) << "</th>";
+  o << "</tr>\n";
+  for (const auto& r : rows) {
+    o << "<tr>";
+    for (const auto& v : r) o << "<td>" << esc(v) << "</td>";
+    o << "</tr>\n";
+  }
+  o << "</table>\n";
+  return o.str();
+}
+
+double to_number(const std::string& s, bool& ok) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    ok = used == s.size();
+    return v;
+  } catch (const std::exception&) {
+    ok = false;
+    return 0;
+  }
+}
+
+}  // namespace
+
+std::string run_html(const Report& rep) {
+  std::ostringstream b;
+  b << "<h1>" << esc(rep.trace_name) << " on " << esc(rep.config_name) << "</h1>\n";
+  const Metrics& t = rep.total;
+  b << "<p>" << units::format(t.time_s, units::Dim::Time) << ", " << num(t.tflops) << " TFLOP/s, bound: " << esc(t.bound);
+  if (t.has_energy) b << "; " << num(t.energy_j) << " J, " << num(t.power_w) << " W average";
+  b << ". <span class=\"muted\">xpusim " << esc(rep.version) << "; " << rep.ops.size() << " ops.</span></p>\n<div class=\"charts\">\n";
+
+  // Roofline: every op with FLOPs and HBM traffic at (FLOP per HBM byte, achieved TFLOP/s).
+  XY roof;
+  roof.id = "roofline";
+  roof.title = "Roofline: each op against the chip's peaks";
+  roof.xlabel = "arithmetic intensity (FLOP per HBM byte)";
+  roof.ylabel = "achieved TFLOP/s";
+  roof.xlog = roof.ylog = true;
+  std::map<std::string, Series> by_bound;
+  double peak = rep.fp32_peak_tflops;
+  for (const auto& [_, p] : rep.tensor_peak_tflops) peak = std::max(peak, p);
+  double xmin = 1e300, xmax = 0;
+  for (const OpReport& o : rep.ops) {
+    const double bytes = o.m.hbm_read_bytes + o.m.hbm_write_bytes;
+    if (o.m.flops <= 0 || bytes <= 0 || o.m.tflops <= 0) continue;
+    const double ai = o.m.flops / bytes;
+    Series& s = by_bound[o.m.bound];
+    s.name = o.m.bound;
+    s.color = bound_color(o.m.bound);
+    s.x.push_back(ai);
+    s.y.push_back(o.m.tflops);
+    s.tips.push_back(o.name + " (" + o.kind + " " + o.shape + "): " + num(o.m.tflops) + " TFLOP/s, " + num(ai) + " FLOP/B");
+    xmin = std::min(xmin, ai), xmax = std::max(xmax, ai);
+  }
+  if (xmax > 0 && rep.hbm_peak > 0) {
+    xmin = std::min(xmin / 2, peak * 1e12 / rep.hbm_peak / 10);
+    xmax = std::max(xmax * 2, peak * 1e12 / rep.hbm_peak * 10);
+    Series r;
+    r.name = "HBM and compute peaks";
+    r.color = "#333";
+    r.line = true;
+    r.points = false;
+    const double ridge = peak * 1e12 / rep.hbm_peak;
+    r.x = {xmin, ridge, xmax};
+    r.y = {rep.hbm_peak * xmin / 1e12, peak, peak};
+    roof.series.push_back(r);
+    for (const auto& [d, p] : rep.tensor_peak_tflops) {
+      if (p <= 0 || p == peak) continue;
+      Series h;
+      h.color = "#bbb";
+      h.line = true;
+      h.points = false;
+      h.dashed = true;
+      h.x = {p * 1e12 / rep.hbm_peak, xmax};
+      h.y = {p, p};
+      roof.series.push_back(h);
+    }
+  }
+  for (auto& [_, s] : by_bound) roof.series.push_back(s);
+  b << render(roof);
+
+  // Energy by class, for the whole run and the ops that spend the most.
+  if (t.has_energy) {
+    Bars e;
+    e.id = "energy";
+    e.title = "Energy by class";
+    e.unit = "J";
+    for (int c = 0; c < 5; ++c) e.segment_names.push_back(energy::class_name(static_cast<energy::Class>(c)));
+    e.segment_names.push_back("static");
+    auto add = [&](const std::string& label, const Metrics& m) {
+      e.labels.push_back(label);
+      std::vector<double> v(m.class_j, m.class_j + 5);
+      v.push_back(m.static_j);
+      e.values.push_back(v);
+      std::vector<std::string> cols;
+      for (size_t j = 0; j < v.size(); ++j) cols.push_back(color(j));
+      e.colors.push_back(cols);
+    };
+    add("total", t);
+    std::vector<const OpReport*> ops;
+    for (const OpReport& o : rep.ops)
+      if (o.m.has_energy) ops.push_back(&o);
+    std::sort(ops.begin(), ops.end(), [](const OpReport* a, const OpReport* c) { return a->m.energy_j > c->m.energy_j; });
+    for (size_t i = 0; i < std::min<size_t>(8, ops.size()); ++i) add(ops[i]->name, ops[i]->m);
+    b << render(e);
+  }
+
+  // Time per op, the longest first, coloured by what bound it.
+  Bars tb;
+  tb.id = "op-times";
+  tb.title = "Time per op (longest 25), coloured by bound";
+  tb.unit = "us";
+  std::vector<const OpReport*> ops;
+  for (const OpReport& o : rep.ops) ops.push_back(&o);
+  std::sort(ops.begin(), ops.end(), [](const OpReport* a, const OpReport* c) { return a->m.time_s > c->m.time_s; });
+  for (size_t i = 0; i < std::min<size_t>(25, ops.size()); ++i) {
+    tb.labels.push_back(ops[i]->name);
+    tb.values.push_back({ops[i]->m.time_s * 1e6});
+    tb.colors.push_back({bound_color(ops[i]->m.bound)});
+  }
+  b << render(tb) << "</div>\n<h2>Ops</h2>\n";
+  std::vector<std::vector<std::string>> rows;
+  for (size_t i = 0; i < std::min<size_t>(200, ops.size()); ++i) {
+    const OpReport& o = *ops[i];
+    rows.push_back({o.name, o.kind, o.dtype, o.shape, units::format(o.m.time_s, units::Dim::Time), num(o.m.tflops),
+                    num(o.m.tensor_util * 100) + "%", units::format(o.m.hbm_bandwidth, units::Dim::Bandwidth), o.m.bound});
+  }
+  b << table_html({"op", "kind", "dtype", "shape", "time", "TFLOP/s", "tensor cores", "HBM", "bound"}, rows);
+  if (ops.size() > 200) b << "<p class=\"muted\">" << ops.size() - 200 << " shorter ops are in ops.csv.</p>\n";
+  return page(rep.trace_name + " on " + rep.config_name, b.str());
+}
+
+std::string sweep_html(const std::string& name, const std::string& description, const std::vector<std::string>& axes,
+                       const Table& t) {
+  auto col = [&](const std::string& k) {
+    const auto it = std::find(t.columns.begin(), t.columns.end(), k);
+    return it == t.columns.end() ? t.columns.size() : static_cast<size_t>(it - t.columns.begin());
+  };
+  const size_t c_status = col("status"), c_trace = col("trace"), c_config = col("config"), c_time = col("time_s"),
+               c_energy = col("energy_j");
+  auto cell = [&](const std::vector<std::string>& r, size_t c) { return c < r.size() ? r[c] : std::string(); };
+  std::vector<const std::vector<std::string>*> ok;
+  for (const auto& r : t.rows)
+    if (cell(r, c_status) == "ok") ok.push_back(&r);
+  std::vector<std::string> traces;
+  for (const auto* r : ok)
+    if (std::find(traces.begin(), traces.end(), cell(*r, c_trace)) == traces.end()) traces.push_back(cell(*r, c_trace));
+  auto short_name = [](const std::string& p) {
+    const size_t s = p.find_last_of('/');
+    std::string n = s == std::string::npos ? p : p.substr(s + 1);
+    const size_t d = n.find_last_of('.');
+    return d == std::string::npos ? n : n.substr(0, d);
+  };
+
+  const bool several_configs = std::any_of(ok.begin(), ok.end(), [&](const auto* q) { return cell(*q, c_config) != cell(*ok[0], c_config); });
+  std::ostringstream b;
+  b << "<h1>Sweep " << esc(name) << "</h1>\n";
+  if (!description.empty()) b << "<p>" << esc(description) << "</p>\n";
+  b << "<p>" << ok.size() << " of " << t.rows.size() << " points ok.</p>\n";
+  for (const std::string& tr : traces) {
+    b << "<h2>" << esc(short_name(tr)) << "</h2>\n<div class=\"charts\">\n";
+    // One line plot per axis: time against the axis's values, a line per setting of the others.
+    for (const std::string& axis : axes) {
+      const size_t ca = col(axis);
+      std::vector<std::string> values;
+      bool numeric = true;
+      for (const auto* r : ok)
+        if (cell(*r, c_trace) == tr && std::find(values.begin(), values.end(), cell(*r, ca)) == values.end()) {
+          values.push_back(cell(*r, ca));
+          bool isnum = false;
+          to_number(cell(*r, ca), isnum);
+          numeric = numeric && isnum;
+        }
+      if (numeric) std::sort(values.begin(), values.end(), [](const std::string& a, const std::string& c) { return std::stod(a) < std::stod(c); });
+      XY ch;
+      ch.id = "axis-" + axis + "-" + short_name(tr);
+      ch.title = "time vs " + axis;
+      ch.xlabel = axis;
+      ch.ylabel = "time (ms)";
+      if (!numeric) ch.categories = values;
+      std::map<std::string, Series> lines;
+      for (const auto* r : ok) {
+        if (cell(*r, c_trace) != tr) continue;
+        std::string key = several_configs ? short_name(cell(*r, c_config)) : "";
+        for (const std::string& other : axes)
+          if (other != axis) key += (key.empty() ? "" : ", ") + other + "=" + cell(*r, col(other));
+        Series& s = lines[key];
+        s.name = key.empty() ? axis : key;
+        s.line = true;
+        bool ok_num = false;
+        const double xv = numeric ? to_number(cell(*r, ca), ok_num)
+                                  : static_cast<double>(std::find(values.begin(), values.end(), cell(*r, ca)) - values.begin());
+        s.x.push_back(xv);
+        s.y.push_back(to_number(cell(*r, c_time), ok_num) * 1e3);
+        s.tips.push_back(axis + "=" + cell(*r, ca) + (key.empty() ? "" : ", " + key) + ": " + num(s.y.back()) + " ms");
+      }
+      size_t i = 0;
+      for (auto& [_, s] : lines) {
+        std::vector<size_t> order(s.x.size());
+        for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t c) { return s.x[a] < s.x[c]; });
+        Series sorted = s;
+        for (size_t k = 0; k < order.size(); ++k) sorted.x[k] = s.x[order[k]], sorted.y[k] = s.y[order[k]], sorted.tips[k] = s.tips[order[k]];
+        sorted.color = color(i++);
+        ch.series.push_back(sorted);
+      }
+      b << render(ch);
+    }
+    // Pareto: time against energy; the points no other point beats on both are joined.
+    XY p;
+    p.id = "pareto-" + short_name(tr);
+    p.title = "Performance vs energy (Pareto front joined)";
+    p.xlabel = "time (ms)";
+    p.ylabel = "energy (J)";
+    p.y_from_zero = false;
+    Series all, front;
+    all.name = "points";
+    all.color = "#4e79a7";
+    std::vector<std::pair<double, double>> pts;
+    for (const auto* r : ok) {
+      if (cell(*r, c_trace) != tr) continue;
+      bool a = false, e = false;
+      const double x = to_number(cell(*r, c_time), a) * 1e3, y = to_number(cell(*r, c_energy), e);
+      if (!a || !e) continue;
+      all.x.push_back(x);
+      all.y.push_back(y);
+      std::string tip = short_name(cell(*r, c_config));
+      for (const std::string& ax : axes) tip += ", " + ax + "=" + cell(*r, col(ax));
+      all.tips.push_back(tip + ": " + num(x) + " ms, " + num(y) + " J");
+      pts.emplace_back(x, y);
+    }
+    std::sort(pts.begin(), pts.end());
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto& [x, y] : pts)
+      if (y < best) front.x.push_back(x), front.y.push_back(y), best = y;
+    front.name = "Pareto front";
+    front.color = "#e15759";
+    front.line = true;
+    front.points = false;
+    p.series = {front, all};
+    if (!all.x.empty()) b << render(p);
+    else b << "<p class=\"muted\">No energy figures (the configs name no energy table): no Pareto chart.</p>\n";
+    b << "</div>\n";
+  }
+  b << "<h2>Points</h2>\n" << table_html(t.columns, t.rows);
+  return page("Sweep " + name, b.str());
+}
+
+}  // namespace xpusim::report

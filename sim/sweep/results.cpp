@@ -1,0 +1,216 @@
+#include "sim/sweep/results.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "sim/error.h"
+#include "sim/io/files.h"
+#include "sim/report/html.h"
+#include "sim/report/json_writer.h"
+
+namespace xpusim::sweep {
+namespace fs = std::filesystem;
+using report::JsonWriter;
+
+namespace {
+
+const std::vector<std::string> kNumeric = {"index", "time_s", "tflops", "energy_j", "tops_per_w", "power_w",
+                                           "joules_per_token", "tokens_per_s", "tensor_util", "hbm_bandwidth",
+                                           "hbm_peak_bandwidth", "l2_hit_rate", "sms"};
+
+std::string csv_quote(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
+  return q + "\"";
+}
+
+// A scalar at `path` under `n`, or an undefined node.
+YAML::Node at(const YAML::Node& n, std::initializer_list<const char*> path) {
+  YAML::Node cur = n;  // reset(), not =: assigning a yaml-cpp node overwrites what it refers to
+  for (const char* k : path) {
+    const YAML::Node& c = cur;
+    if (!c.IsMap() || !c[k]) return YAML::Node(YAML::NodeType::Undefined);
+    cur.reset(c[k]);
+  }
+  return cur;
+}
+
+}  // namespace
+
+const std::vector<std::string>& metric_columns() {
+  static const std::vector<std::string> cols = {"chip",        "time_s",        "tflops",        "energy_j",
+                                                "tops_per_w",  "power_w",       "joules_per_token", "tokens_per_s",
+                                                "bound",       "tensor_util",   "hbm_bandwidth", "hbm_peak_bandwidth",
+                                                "l2_hit_rate", "sms",           "out"};
+  return cols;
+}
+
+Row Row::start(const Point& p, const std::string& out_dir) {
+  Row r;
+  r.index = p.index;
+  r.id = p.id;
+  auto add = [&](const std::string& k, const std::string& v) {
+    r.fields.emplace_back(k, Field{v, std::find(kNumeric.begin(), kNumeric.end(), k) != kNumeric.end() && !v.empty()});
+  };
+  add("index", std::to_string(p.index));
+  add("id", p.id);
+  add("status", "ok");
+  add("error", "");
+  add("config", p.config);
+  add("trace", p.trace);
+  for (const auto& [k, v] : p.axes) r.fields.emplace_back(k, Field{v, false});
+  for (const std::string& k : metric_columns()) add(k, k == "out" ? out_dir : "");
+  return r;
+}
+
+void Row::add_report(const YAML::Node& rep) {
+  auto put = [&](const std::string& k, const YAML::Node& v) {
+    for (auto& [key, f] : fields)
+      if (key == k && v && v.IsScalar()) f = Field{v.Scalar(), std::find(kNumeric.begin(), kNumeric.end(), k) != kNumeric.end()};
+  };
+  put("chip", at(rep, {"config", "name"}));
+  put("time_s", at(rep, {"total", "time_s"}));
+  put("tflops", at(rep, {"total", "tflops"}));
+  put("energy_j", at(rep, {"total", "energy", "total_j"}));
+  put("tops_per_w", at(rep, {"total", "energy", "tops_per_w"}));
+  put("power_w", at(rep, {"total", "energy", "average_power_w"}));
+  put("joules_per_token", at(rep, {"total", "energy", "joules_per_token"}));
+  put("bound", at(rep, {"total", "bound"}));
+  put("tensor_util", at(rep, {"total", "utilisation", "tensor_cores"}));
+  put("hbm_bandwidth", at(rep, {"total", "memory", "hbm_bandwidth"}));
+  put("hbm_peak_bandwidth", at(rep, {"chip", "hbm_peak_bandwidth"}));
+  put("l2_hit_rate", at(rep, {"total", "memory", "l2_hit_rate"}));
+  put("sms", at(rep, {"chip", "sms"}));
+  const YAML::Node tokens = at(rep, {"trace", "tokens"}), time = at(rep, {"total", "time_s"});
+  if (tokens.IsScalar() && time.IsScalar() && time.as<double>() > 0) put("tokens_per_s", YAML::Node(JsonWriter::number(tokens.as<double>() / time.as<double>())));
+}
+
+void Row::set_failed(const std::string& e) {
+  error = e;
+  for (auto& [k, f] : fields) {
+    if (k == "status") f.text = "failed";
+    if (k == "error") f.text = e;
+  }
+}
+
+bool Row::failed() const {
+  const Field* s = get("status");
+  return s && s->text != "ok";
+}
+
+const Field* Row::get(const std::string& key) const {
+  for (const auto& [k, f] : fields)
+    if (k == key) return &f;
+  return nullptr;
+}
+
+std::string Row::json() const {
+  std::string s = "{";
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const auto& [k, f] = fields[i];
+    s += (i ? ", " : "") + JsonWriter::escape(k) + ": ";
+    s += f.number ? f.text : f.text.empty() && std::find(kNumeric.begin(), kNumeric.end(), k) != kNumeric.end() ? "null"
+                                                                                                           : JsonWriter::escape(f.text);
+  }
+  return s + "}";
+}
+
+std::string Row::csv() const {
+  std::string s;
+  for (size_t i = 0; i < fields.size(); ++i) s += (i ? "," : "") + csv_quote(fields[i].second.text);
+  return s;
+}
+
+Row Row::parse(const std::string& line, const std::vector<Point>& points) {
+  const YAML::Node n = YAML::Load(line);
+  if (!n.IsMap() || !n["index"] || !n["id"] || !n["status"]) throw std::runtime_error("not a result row");
+  const size_t index = n["index"].as<size_t>();
+  if (index >= points.size() || points[index].id != n["id"].Scalar()) throw std::runtime_error("a row of another spec");
+  Row r = start(points[index], n["out"] && !n["out"].IsNull() ? n["out"].Scalar() : "");
+  for (auto& [k, f] : r.fields)
+    if (n[k] && n[k].IsScalar()) f = Field{n[k].Scalar(), f.number || (std::find(kNumeric.begin(), kNumeric.end(), k) != kNumeric.end())};
+    else if (n[k] && n[k].IsNull()) f = Field{"", false};
+  if (r.failed()) r.error = r.get("error")->text;
+  return r;
+}
+
+Results::Results(fs::path root, const Spec& spec, const std::vector<Point>& points)
+    : root_(std::move(root)), spec_(spec), points_(points) {}
+
+std::string Results::header() const {
+  const Row r = Row::start(points_.front(), "");
+  std::string s;
+  for (size_t i = 0; i < r.fields.size(); ++i) s += (i ? "," : "") + csv_quote(r.fields[i].first);
+  return s + "\n";
+}
+
+std::vector<size_t> Results::open(bool resume, bool retry_failed) {
+  const fs::path jsonl = root_ / "results.jsonl";
+  std::error_code ec;
+  if (fs::exists(jsonl) && !resume)
+    throw UserError(jsonl.string() + " exists: give --resume to run only what is missing, or another --out");
+  fs::create_directories(root_, ec);
+  if (ec || !fs::is_directory(root_)) throw UserError(root_.string() + ": cannot create output directory");
+  std::set<size_t> have;
+  if (resume && fs::exists(jsonl)) {
+    std::ifstream f(jsonl);
+    std::string line;
+    size_t bad = 0;
+    while (std::getline(f, line)) {
+      if (line.empty()) continue;
+      try {
+        Row r = Row::parse(line, points_);
+        if ((retry_failed && r.failed()) || have.count(r.index)) continue;
+        have.insert(r.index);
+        rows_.push_back(std::move(r));
+      } catch (const std::exception&) {
+        ++bad;  // a line cut short by a kill, or one from another spec
+      }
+    }
+    if (bad > 0) std::fprintf(stderr, "warning: %s: %zu line%s not rows of this sweep, dropped\n", jsonl.c_str(), bad, bad == 1 ? "" : "s");
+  }
+  // Start both files afresh from the rows kept, so that appends follow whole lines.
+  std::string j, c = header();
+  for (const Row& r : rows_) j += r.json() + "\n", c += r.csv() + "\n";
+  io::write_atomically(jsonl, j);
+  io::write_atomically(root_ / "results.csv", c);
+  std::vector<size_t> todo;
+  for (const Point& p : points_)
+    if (!have.count(p.index)) todo.push_back(p.index);
+  return todo;
+}
+
+void Results::append(const Row& r) {
+  io::append_durably(root_ / "results.jsonl", r.json() + "\n");
+  io::append_durably(root_ / "results.csv", r.csv() + "\n");
+  rows_.push_back(r);
+}
+
+void Results::finish() {
+  std::sort(rows_.begin(), rows_.end(), [](const Row& a, const Row& b) { return a.index < b.index; });
+  std::string j, c = header();
+  for (const Row& r : rows_) j += r.json() + "\n", c += r.csv() + "\n";
+  io::write_atomically(root_ / "results.jsonl", j);
+  io::write_atomically(root_ / "results.csv", c);
+  report::Table t;
+  for (const auto& [k, _] : Row::start(points_.front(), "").fields) t.columns.push_back(k);
+  for (const Row& r : rows_) {
+    std::vector<std::string> v;
+    for (const auto& [_, f] : r.fields) v.push_back(f.text);
+    t.rows.push_back(v);
+  }
+  std::vector<std::string> axes;
+  for (const Axis& a : spec_.axes) axes.push_back(a.key);
+  io::write_atomically(root_ / "sweep.html", report::sweep_html(spec_.name, spec_.description, axes, t));
+}
+
+size_t Results::ok_count() const {
+  return static_cast<size_t>(std::count_if(rows_.begin(), rows_.end(), [](const Row& r) { return !r.failed(); }));
+}
+size_t Results::failed_count() const { return rows_.size() - ok_count(); }
+
+}  // namespace xpusim::sweep

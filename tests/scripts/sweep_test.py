@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""`xpusim sweep` and `xpusim compare`: a killed or interrupted sweep resumes to the same results as
+an uninterrupted one; an MPI run over 2 ranks equals the local run; a failing point is recorded
+and does not stop the sweep; the HTML reports have their charts (and render in headless
+Chromium when it is installed); the timeline is valid trace-event JSON with counter tracks.
+Run by ctest (scripts.sweep) with the binary as the first argument."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+XPUSIM = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.join(ROOT, "build", "xpusim")
+ENV = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+           OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+
+SPEC = f"""xpusim_sweep: 1
+name: test
+configs: [{ROOT}/configs/h100-sxm.yaml]
+traces: [{ROOT}/tests/data/gemm-2k.yaml]
+axes:
+  sm.count: [66, 100, 132]
+  trace.dtype: [bf16, fp8, fp4]   # fp4: H100's tensor cores have none, so those points fail
+"""
+
+
+def sweep(*args, check=True):
+    r = subprocess.run([XPUSIM, "sweep", *args], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=600)
+    if check:
+        assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+class Sweep(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="xpusim-sweep-")
+        cls.spec = os.path.join(cls.tmp, "spec.yaml")
+        with open(cls.spec, "w") as f:
+            f.write(SPEC)
+        cls.full = os.path.join(cls.tmp, "full")
+        cls.out = sweep(cls.spec, "-o", cls.full, "-j", "2").stdout
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_every_point_has_a_row_and_failures_do_not_stop_it(self):
+        lines = read(os.path.join(self.full, "results.jsonl")).splitlines()
+        rows = [json.loads(x) for x in lines]
+        self.assertEqual([r["index"] for r in rows], list(range(9)))
+        failed = [r for r in rows if r["status"] == "failed"]
+        self.assertEqual(len(failed), 3)
+        for r in failed:
+            self.assertEqual(r["trace.dtype"], "fp4")
+            self.assertIn("do not support fp4", r["error"])
+        ok = [r for r in rows if r["status"] == "ok"]
+        for r in ok:
+            self.assertGreater(r["time_s"], 0)
+            self.assertEqual(r["sms"], int(r["sm.count"]))
+        # fp8 is faster than bf16 at every SM count; more SMs are never slower.
+        t = {(r["sm.count"], r["trace.dtype"]): r["time_s"] for r in ok}
+        for sms in ["66", "100", "132"]:
+            self.assertLess(t[(sms, "fp8")], t[(sms, "bf16")])
+        self.assertLessEqual(t[("132", "bf16")], t[("66", "bf16")])
+        csv = read(os.path.join(self.full, "results.csv")).splitlines()
+        self.assertEqual(len(csv), 10)
+        self.assertTrue(csv[0].startswith("index,id,status,error,config,trace,sm.count,trace.dtype,"))
+        self.assertIn("6 of 9 points ok, 3 failed", self.out)
+
+    def test_resume_after_kill_gives_the_same_results(self):
+        out = os.path.join(self.tmp, "killed")
+        p = subprocess.Popen([XPUSIM, "sweep", self.spec, "-o", out, "-j", "1"], env=ENV, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        jsonl = os.path.join(out, "results.jsonl")
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if os.path.exists(jsonl) and len(read(jsonl).splitlines()) >= 2:
+                break
+            time.sleep(0.02)
+        os.killpg(p.pid, signal.SIGKILL)  # the sweep and its running point, as a crash or kill -9
+        p.wait()
+        done = len(read(jsonl).splitlines())
+        self.assertGreaterEqual(done, 2)
+        self.assertLess(done, 9, "the sweep finished before it could be killed; make its points slower")
+        # Without --resume the finished results are never overwritten.
+        r = sweep(self.spec, "-o", out, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--resume", r.stderr)
+        r = sweep(self.spec, "-o", out, "--resume", "-j", "2")
+        self.assertIn(f"{done} already done, {9 - done} to run", r.stdout)
+        self.assertEqual(read(os.path.join(out, "results.csv")), read(os.path.join(self.full, "results.csv")))
+        self.assertEqual(read(jsonl), read(os.path.join(self.full, "results.jsonl")))
+        # Nothing left: a second resume runs nothing and changes nothing.
+        r = sweep(self.spec, "-o", out, "--resume")
+        self.assertIn("9 already done, 0 to run", r.stdout)
+        self.assertEqual(read(os.path.join(out, "results.csv")), read(os.path.join(self.full, "results.csv")))
+
+    def test_interrupt_keeps_finished_points(self):
+        out = os.path.join(self.tmp, "interrupted")
+        p = subprocess.Popen([XPUSIM, "sweep", self.spec, "-o", out, "-j", "1"], env=ENV, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        jsonl = os.path.join(out, "results.jsonl")
+        while not (os.path.exists(jsonl) and read(jsonl).strip()):
+            time.sleep(0.02)
+        p.send_signal(signal.SIGINT)
+        stdout, _ = p.communicate(timeout=120)
+        if p.returncode == 0:
+            self.skipTest("the sweep finished before the interrupt arrived")
+        self.assertEqual(p.returncode, 130)
+        self.assertIn("run again with --resume", stdout)
+        sweep(self.spec, "-o", out, "--resume")
+        self.assertEqual(read(os.path.join(out, "results.csv")), read(os.path.join(self.full, "results.csv")))
+
+    def test_mpi_run_equals_the_local_run(self):
+        mpirun = shutil.which("mpirun")
+        if not mpirun:
+            self.skipTest("mpirun not installed (apt-get install openmpi-bin libopenmpi-dev)")
+        out = os.path.join(self.tmp, "mpi")
+        r = subprocess.run([mpirun, "-np", "2", XPUSIM, "sweep", self.spec, "-o", out], env=ENV,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        if "MPI ranks" not in r.stdout:
+            self.skipTest("this xpusim was built without MPI")
+        self.assertIn("on each of 2 MPI ranks", r.stdout)
+        self.assertEqual(read(os.path.join(out, "results.csv")), read(os.path.join(self.full, "results.csv")))
+
+    def test_html_reports_have_their_charts(self):
+        html = read(os.path.join(self.full, "sweep.html"))
+        for chart in ["axis-sm.count-gemm-2k", "axis-trace.dtype-gemm-2k", "pareto-gemm-2k"]:
+            self.assertIn(f'<svg id="{chart}"', html)
+        self.assertNotIn("http://", html.replace('xmlns="http://www.w3.org/2000/svg"', ""))  # nothing fetched
+        point = os.path.join(self.full, "points", sorted(os.listdir(os.path.join(self.full, "points")))[0])
+        run = read(os.path.join(point, "report.html"))
+        for chart in ["roofline", "energy", "op-times"]:
+            self.assertIn(f'<svg id="{chart}"', run)
+        self.assertIn("<circle", run)  # ops placed on the roofline
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        if not chromium:
+            self.skipTest("chromium not installed: HTML not rendered")
+        for page in [os.path.join(self.full, "sweep.html"), os.path.join(point, "report.html")]:
+            png = page + ".png"
+            r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000",
+                                f"--screenshot={png}", "file://" + page], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=120)
+            self.assertTrue(os.path.exists(png), r.stderr)
+            self.assertGreater(os.path.getsize(png), 20000, "a near-empty screenshot")
+
+    def test_timeline_is_valid_trace_events_with_counters(self):
+        point = os.path.join(self.full, "points", sorted(os.listdir(os.path.join(self.full, "points")))[0])
+        with open(os.path.join(point, "timeline.json")) as f:
+            t = json.load(f)
+        events = t["traceEvents"]
+        slices = [e for e in events if e["ph"] == "X"]
+        counters = [e for e in events if e["ph"] == "C"]
+        self.assertEqual({e["name"] for e in slices}, {"gemm", "act"})
+        for e in slices:
+            for k in ["ts", "dur", "pid", "tid"]:
+                self.assertIsInstance(e[k], (int, float), k)
+        self.assertEqual({e["name"] for e in counters}, {"HBM bandwidth", "tensor cores"})
+        for e in counters:
+            (v,) = e["args"].values()
+            self.assertGreaterEqual(v, 0)
+        busy = [e["args"]["busy %"] for e in counters if e["name"] == "tensor cores"]
+        self.assertTrue(all(v <= 100 for v in busy) and max(busy) > 10)
+        self.assertEqual([e["ts"] for e in counters], sorted(e["ts"] for e in counters))
+
+    def test_compare_puts_runs_side_by_side(self):
+        pts = sorted(os.listdir(os.path.join(self.full, "points")))
+        a, b = (os.path.join(self.full, "points", p) for p in pts[:2])
+        out = os.path.join(self.tmp, "cmp")
+        r = subprocess.run([XPUSIM, "compare", a, b, "-o", out], env=ENV, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("1.00x", r.stdout)
+        self.assertIn("TOPS/W", r.stdout)
+        self.assertEqual(len(read(os.path.join(out, "compare.csv")).splitlines()), 3)
+        r = subprocess.run([XPUSIM, "compare", a], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("two or more runs", r.stderr)
+
+    def test_bad_specs_are_refused_with_file_line_and_key(self):
+        cases = [("xpusim_sweep: 1\nconfigs: [x.yaml]\ntraces: [y.yaml]\naxis: {}\n", "key 'axis': unknown key (did you mean 'axes'?)"),
+                 (SPEC.replace("sm.count:", "sm.cout:"), "axis 'sm.cout'"),
+                 (SPEC.replace("trace.dtype:", "trace.dtpye:"), "did you mean 'dtype'"),
+                 (SPEC.replace("[bf16, fp8, fp4]", "[bf16, fp8]") + "mode: zip\n", "zip needs axes of one length"),
+                 (SPEC + "mode: random\n", "random mode needs samples"),
+                 (SPEC.replace("[66, 100, 132]", "[66, 66]"), "appears twice"),
+                 ("xpusim_sweep: 2\n", "unsupported version")]
+        for i, (text, msg) in enumerate(cases):
+            spec = os.path.join(self.tmp, f"bad{i}.yaml")
+            with open(spec, "w") as f:
+                f.write(text)
+            r = sweep(spec, "-o", os.path.join(self.tmp, f"bad{i}"), check=False)
+            self.assertEqual(r.returncode, 1, (text, r.stderr))
+            self.assertIn(msg, r.stderr)
+            self.assertIn(f"bad{i}.yaml:", r.stderr)
+        r = sweep(self.spec, "--jbos", "2", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("did you mean '--jobs'", r.stderr)
+
+    def test_random_samples_are_reproducible(self):
+        spec = os.path.join(self.tmp, "random.yaml")
+        with open(spec, "w") as f:
+            f.write(SPEC.replace("[bf16, fp8, fp4]", "[bf16, fp8]").replace("[66, 100, 132]", "{min: 16, max: 132, integer: true}")
+                    + "mode: random\nsamples: 5\nseed: 7\n")
+        a = sweep(spec, "--dry-run").stdout
+        b = sweep(spec, "--dry-run").stdout
+        self.assertEqual(a, b)
+        self.assertIn("5 points", a)
+
+    def test_pandas_example_loads_the_results(self):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "sweep-pandas.py"),
+                            os.path.join(self.full, "results.csv")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        if "needs pandas" in r.stderr:
+            self.skipTest("pandas not installed")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("3 failed point(s)", r.stdout)
+        self.assertIn("sm.count: 66 -> 132", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
