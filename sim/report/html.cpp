@@ -474,9 +474,8 @@ std::string sweep_html(const std::string& name, const std::string& description, 
       if (y < best) front.x.push_back(x), front.y.push_back(y), best = y;
     front.name = "Pareto front";
     front.color = "#e15759";
-    front.line = true;
-    front.points = false;
-    p.series = {front, all};
+    front.line = true;  // and its points, drawn over the others
+    p.series = {all, front};
     if (!all.x.empty()) b << render(p);
     else b << "<p class=\"muted\">No energy figures (the configs name no energy table): no Pareto chart.</p>\n";
     b << "</div>\n";
