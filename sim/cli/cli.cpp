@@ -134,9 +134,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
   spdlog::debug("loaded {} ({} parameters) and {} ({} ops)", cfg.file, cfg.entries.size(), tr.file, tr.ops.size());
 
   const fs::path dir = vm["out"].as<std::string>();
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) throw UserError(dir.string() + ": cannot create output directory");
+  io::make_directory(dir);
   io::write_atomically(dir / "resolved-config.yaml",
                    config::resolved_yaml(cfg, "Resolved configuration of " + cfg.chip.name + " as run by xpusim " + kVersion));
 
@@ -219,9 +217,7 @@ int cmd_compare(const std::string& cmd, const std::vector<std::string>& args, st
   out << c.text;
   if (vm.count("out")) {
     const fs::path dir = vm["out"].as<std::string>();
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw UserError(dir.string() + ": cannot create output directory");
+    io::make_directory(dir);
     io::write_atomically(dir / "compare.md", c.markdown);
     io::write_atomically(dir / "compare.csv", c.csv);
     out << "wrote " << (dir / "compare.md").string() << ", compare.csv\n";

@@ -38,4 +38,14 @@ std::string yaml_quote(const std::string& s) {
   return out + "\"";
 }
 
+YAML::Node find_path(const YAML::Node& n, std::initializer_list<const char*> path) {
+  YAML::Node cur = n;  // reset(), not =: assigning a yaml-cpp node overwrites what it refers to
+  for (const char* k : path) {
+    const YAML::Node& c = cur;
+    if (!c.IsMap() || !c[k]) return YAML::Node(YAML::NodeType::Undefined);
+    cur.reset(c[k]);
+  }
+  return cur;
+}
+
 }  // namespace xpusim

@@ -2,6 +2,7 @@
 // Small helpers shared by the config and trace loaders: positions and parse errors.
 #include <yaml-cpp/yaml.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "sim/error.h"
@@ -20,5 +21,8 @@ YAML::Node load_yaml_file(const std::string& path);
 YAML::Node load_yaml_string(const std::string& text, const std::string& name, int line_offset = 0);
 
 std::string yaml_quote(const std::string& s);
+
+// The node at a path of map keys under `n`, or an undefined node if any key is missing.
+YAML::Node find_path(const YAML::Node& n, std::initializer_list<const char*> path);
 
 }  // namespace xpusim

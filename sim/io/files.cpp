@@ -11,6 +11,12 @@
 
 namespace xpusim::io {
 
+void make_directory(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) throw UserError(dir.string() + ": cannot create output directory");
+}
+
 void write_atomically(const std::filesystem::path& path, const std::string& text) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   {

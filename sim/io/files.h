@@ -6,6 +6,9 @@
 
 namespace xpusim::io {
 
+// Creates `dir` and its parents if missing; throws UserError when it is not a folder after.
+void make_directory(const std::filesystem::path& dir);
+
 // Writes `text` to path.tmp, then renames it over `path`. Throws UserError when it cannot.
 void write_atomically(const std::filesystem::path& path, const std::string& text);
 

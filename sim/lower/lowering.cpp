@@ -41,7 +41,8 @@ class GemmProgram : public KernelProgram {
   int64_t scale_group = 0;
   int scale_bits = 0;
   double dequant_ops = 0;  // lane ops per weight element converted to dtype before the MMA (0: native)
-  bool swap = false;       // weight-only: the weights are the MMA's 64-row operand (see step())
+  // Bytes a weight element takes, 2:4 metadata and block scales included (trace::Op::weight_bits).
+  double b_elem_bytes = 2;
   uint64_t a = 0, b = 0, meta = 0, scales = 0, c = 0;
   int64_t tiles_m = 0, tiles_n = 0;
   int raster_group = 8;
@@ -51,13 +52,8 @@ class GemmProgram : public KernelProgram {
 
   uint64_t num_ctas() const override { return static_cast<uint64_t>(batch * tiles_m * tiles_n); }
   uint32_t steps(uint64_t) const override { return static_cast<uint32_t>(div_up(static_cast<uint64_t>(K), static_cast<uint64_t>(bk))); }
-  // Bytes a weight element takes in shared memory: 2:4 sparse keeps half plus 2-bit metadata per
-  // kept element; block scales add their share.
-  double b_bytes_per_element() const {
-    double bits = b_bits + (scale_group > 0 ? static_cast<double>(scale_bits) / static_cast<double>(scale_group) : 0.0);
-    if (sparse) bits = bits * 0.5 + 1.0;
-    return bits / 8.0;
-  }
+  // Weight-only with conversion: the weights are the MMA's 64-row operand (see step()).
+  bool swap() const { return dequant_ops > 0; }
 
   // Rasterisation swizzle: walk `raster_group` tile rows together, column by column, so that
   // CTAs running at the same time share A rows and B columns in L2.
@@ -102,7 +98,7 @@ class GemmProgram : public KernelProgram {
     std::vector<Strided>& dst = members > 1 ? w.multicast_loads : w.loads;
     w.multicast_fanout = static_cast<int>(members);
     const uint64_t b_batch = conv ? 0 : bytes_of(static_cast<uint64_t>(K * N), b_bits) * static_cast<uint64_t>(bi);
-    if (n_cnt > 0 && !conv && !swap) {
+    if (n_cnt > 0 && !conv && !swap()) {
       dst.push_back({b + b_batch + bytes_of(static_cast<uint64_t>(b_k0 * N + tn * bn + n_lo), b_bits),
                      static_cast<uint64_t>(b_rows), bytes_of(static_cast<uint64_t>(n_cnt), b_bits),
                      bytes_of(static_cast<uint64_t>(N), b_bits)});
@@ -136,16 +132,16 @@ class GemmProgram : public KernelProgram {
     // A's (the tokens), or in a weight-only kernel the weights': mixed-input kernels swap the
     // operands (C^T = B^T A^T) so that the converted weights are the MMA's register operand and
     // the tokens its narrow side, which may be as small as 8.
-    const int64_t mma_rows = swap ? bn : bm, mma_cols = swap ? bm : bn;
+    const int64_t mma_rows = swap() ? bn : bm, mma_cols = swap() ? bm : bn;
     w.instr_mma = static_cast<double>(mma_rows / 64) * std::ceil(static_cast<double>(bk * in_bits) / 256.0);
     w.instr_mem = static_cast<double>(w.loads.size() + w.multicast_loads.size());  // one TMA instruction per tile
     // Shared memory: TMA lands the A tile and the whole B tile (every multicast share). Each
     // 64-row warpgroup MMA reads its rows of the row operand and all of the other one; swapped,
     // the weights are read once into registers and converted there.
-    const double b_tile_bytes = static_cast<double>(bn * bk) * b_bytes_per_element();
+    const double b_tile_bytes = static_cast<double>(bn * bk) * b_elem_bytes;
     const double a_tile_bytes = static_cast<double>(bm * bk) * in_bits / 8.0;
     w.smem_write_bytes = a_tile_bytes + b_tile_bytes;
-    w.smem_read_bytes = swap ? b_tile_bytes + static_cast<double>(bn / 64) * a_tile_bytes
+    w.smem_read_bytes = swap() ? b_tile_bytes + static_cast<double>(bn / 64) * a_tile_bytes
                              : a_tile_bytes + static_cast<double>(bm / 64) * b_tile_bytes;
     if (dequant_ops > 0) {
       w.fp32_ops = static_cast<double>(bn * bk) * dequant_ops;
@@ -505,6 +501,7 @@ LoweredOp Lowering::gemm(const Op& op) {
   p->in_bits = dtype_bits(op.dtype);
   p->out_bits = dtype_bits(op.out_dtype);
   p->b_bits = dtype_bits(op.b_dtype());
+  p->b_elem_bytes = op.weight_bits() / 8.0;
   p->sparse = op.sparse_2_4;
   if (op.weight_only()) {
     p->scale_group = op.weight_group;
@@ -512,7 +509,6 @@ LoweredOp Lowering::gemm(const Op& op) {
     // The tensor cores take block-scaled weights of their own format as they are (Blackwell's
     // block-scaled fp4 MMA); anything else is converted in registers first.
     p->dequant_ops = op.weight_dtype == op.dtype ? 0 : kl.gemm_dequant_ops;
-    p->swap = p->dequant_ops > 0;
   }
   if (op.kind == OpKind::gemm) {
     p->M = op.m;
@@ -550,7 +546,7 @@ LoweredOp Lowering::gemm(const Op& op) {
       throw UserError("kernels.gemm.tiles: '" + t + "' is not a tile MxN with M a multiple of 64 (e.g. 128x256)");
     tiles.emplace_back(bm, bn);
   }
-  if (p->swap) {
+  if (p->swap()) {
     // Swapped: each tile's 64-row side covers the weights (N) and its other side the tokens
     // (M), which also come in the narrow widths of small batches.
     std::vector<std::pair<int64_t, int64_t>> sw;
@@ -561,7 +557,7 @@ LoweredOp Lowering::gemm(const Op& op) {
   }
   for (const auto& [bm, bn] : tiles) {
     const double stage_bytes = static_cast<double>(bytes_of(static_cast<uint64_t>(p->bk), p->in_bits)) * static_cast<double>(bm) +
-                               static_cast<double>(p->bk * bn) * p->b_bytes_per_element();
+                               static_cast<double>(p->bk * bn) * p->b_elem_bytes;
     const double epilogue_bytes = static_cast<double>(bm * bn) * p->out_bits / 8.0;
     const int stages = std::min<int>(kl.gemm_max_stages, static_cast<int>((sm.shared_memory_bytes - epilogue_bytes) / stage_bytes));
     const int consumers = std::max(1, kl.gemm_threads - kProducerThreads);
@@ -575,7 +571,7 @@ LoweredOp Lowering::gemm(const Op& op) {
     const double tile_s = bm * bn * k_pad / eff_rate / sm.clock_hz;
     const double waves = std::ceil(n_tiles / (sm.count * cps));
     const double compute_s = waves * cps * tile_s;
-    const double l2_s = n_tiles * k_pad * (bm * p->in_bits / 8.0 + static_cast<double>(bn) / p->cluster * p->b_bytes_per_element()) /
+    const double l2_s = n_tiles * k_pad * (bm * p->in_bits / 8.0 + static_cast<double>(bn) / p->cluster * p->b_elem_bytes) /
                         gpu_.l2.bandwidth;
     // Conversions on the busiest SM: the dispatcher spreads tiles over the SMs first.
     const double dequant_s = std::ceil(n_tiles / sm.count) * bn * k_pad * p->dequant_ops / sm.fp32_lanes / sm.clock_hz;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/config/units.h"
+#include "sim/config/yaml_util.h"
 #include "sim/error.h"
 
 namespace xpusim::report {
@@ -19,17 +20,9 @@ struct Run {
 };
 
 double get(const YAML::Node& n, std::initializer_list<const char*> path, bool* found = nullptr) {
-  YAML::Node cur = n;  // reset(), not =: assigning a yaml-cpp node overwrites what it refers to
-  for (const char* k : path) {
-    const YAML::Node& c = cur;
-    if (!c.IsMap() || !c[k]) {
-      if (found) *found = false;
-      return 0;
-    }
-    cur.reset(c[k]);
-  }
-  if (found) *found = true;
-  return cur.as<double>();
+  const YAML::Node v = find_path(n, path);
+  if (found) *found = v.IsDefined();
+  return v.IsDefined() ? v.as<double>() : 0;
 }
 
 std::string fmt(const char* f, double v) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "sim/config/yaml_util.h"
 #include "sim/error.h"
 #include "sim/io/files.h"
 #include "sim/report/html.h"
@@ -21,22 +22,13 @@ const std::vector<std::string> kNumeric = {"index", "time_s", "tflops", "energy_
                                            "joules_per_token", "tokens_per_s", "tensor_util", "hbm_bandwidth",
                                            "hbm_peak_bandwidth", "l2_hit_rate", "sms"};
 
+bool numeric(const std::string& column) { return std::find(kNumeric.begin(), kNumeric.end(), column) != kNumeric.end(); }
+
 std::string csv_quote(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
   return q + "\"";
-}
-
-// A scalar at `path` under `n`, or an undefined node.
-YAML::Node at(const YAML::Node& n, std::initializer_list<const char*> path) {
-  YAML::Node cur = n;  // reset(), not =: assigning a yaml-cpp node overwrites what it refers to
-  for (const char* k : path) {
-    const YAML::Node& c = cur;
-    if (!c.IsMap() || !c[k]) return YAML::Node(YAML::NodeType::Undefined);
-    cur.reset(c[k]);
-  }
-  return cur;
 }
 
 }  // namespace
@@ -54,7 +46,7 @@ Row Row::start(const Point& p, const std::string& out_dir) {
   r.index = p.index;
   r.id = p.id;
   auto add = [&](const std::string& k, const std::string& v) {
-    r.fields.emplace_back(k, Field{v, std::find(kNumeric.begin(), kNumeric.end(), k) != kNumeric.end() && !v.empty()});
+    r.fields.emplace_back(k, Field{v, numeric(k) && !v.empty()});
   };
   add("index", std::to_string(p.index));
   add("id", p.id);
@@ -70,27 +62,26 @@ Row Row::start(const Point& p, const std::string& out_dir) {
 void Row::add_report(const YAML::Node& rep) {
   auto put = [&](const std::string& k, const YAML::Node& v) {
     for (auto& [key, f] : fields)
-      if (key == k && v && v.IsScalar()) f = Field{v.Scalar(), std::find(kNumeric.begin(), kNumeric.end(), k) != kNumeric.end()};
+      if (key == k && v && v.IsScalar()) f = Field{v.Scalar(), numeric(k)};
   };
-  put("chip", at(rep, {"config", "name"}));
-  put("time_s", at(rep, {"total", "time_s"}));
-  put("tflops", at(rep, {"total", "tflops"}));
-  put("energy_j", at(rep, {"total", "energy", "total_j"}));
-  put("tops_per_w", at(rep, {"total", "energy", "tops_per_w"}));
-  put("power_w", at(rep, {"total", "energy", "average_power_w"}));
-  put("joules_per_token", at(rep, {"total", "energy", "joules_per_token"}));
-  put("bound", at(rep, {"total", "bound"}));
-  put("tensor_util", at(rep, {"total", "utilisation", "tensor_cores"}));
-  put("hbm_bandwidth", at(rep, {"total", "memory", "hbm_bandwidth"}));
-  put("hbm_peak_bandwidth", at(rep, {"chip", "hbm_peak_bandwidth"}));
-  put("l2_hit_rate", at(rep, {"total", "memory", "l2_hit_rate"}));
-  put("sms", at(rep, {"chip", "sms"}));
-  const YAML::Node tokens = at(rep, {"trace", "tokens"}), time = at(rep, {"total", "time_s"});
+  put("chip", find_path(rep, {"config", "name"}));
+  put("time_s", find_path(rep, {"total", "time_s"}));
+  put("tflops", find_path(rep, {"total", "tflops"}));
+  put("energy_j", find_path(rep, {"total", "energy", "total_j"}));
+  put("tops_per_w", find_path(rep, {"total", "energy", "tops_per_w"}));
+  put("power_w", find_path(rep, {"total", "energy", "average_power_w"}));
+  put("joules_per_token", find_path(rep, {"total", "energy", "joules_per_token"}));
+  put("bound", find_path(rep, {"total", "bound"}));
+  put("tensor_util", find_path(rep, {"total", "utilisation", "tensor_cores"}));
+  put("hbm_bandwidth", find_path(rep, {"total", "memory", "hbm_bandwidth"}));
+  put("hbm_peak_bandwidth", find_path(rep, {"chip", "hbm_peak_bandwidth"}));
+  put("l2_hit_rate", find_path(rep, {"total", "memory", "l2_hit_rate"}));
+  put("sms", find_path(rep, {"chip", "sms"}));
+  const YAML::Node tokens = find_path(rep, {"trace", "tokens"}), time = find_path(rep, {"total", "time_s"});
   if (tokens.IsScalar() && time.IsScalar() && time.as<double>() > 0) put("tokens_per_s", YAML::Node(JsonWriter::number(tokens.as<double>() / time.as<double>())));
 }
 
 void Row::set_failed(const std::string& e) {
-  error = e;
   for (auto& [k, f] : fields) {
     if (k == "status") f.text = "failed";
     if (k == "error") f.text = e;
@@ -101,6 +92,8 @@ bool Row::failed() const {
   const Field* s = get("status");
   return s && s->text != "ok";
 }
+
+std::string Row::error() const { return failed() ? get("error")->text : ""; }
 
 const Field* Row::get(const std::string& key) const {
   for (const auto& [k, f] : fields)
@@ -113,8 +106,7 @@ std::string Row::json() const {
   for (size_t i = 0; i < fields.size(); ++i) {
     const auto& [k, f] = fields[i];
     s += (i ? ", " : "") + JsonWriter::escape(k) + ": ";
-    s += f.number ? f.text : f.text.empty() && std::find(kNumeric.begin(), kNumeric.end(), k) != kNumeric.end() ? "null"
-                                                                                                           : JsonWriter::escape(f.text);
+    s += f.number ? f.text : f.text.empty() && numeric(k) ? "null" : JsonWriter::escape(f.text);
   }
   return s + "}";
 }
@@ -132,9 +124,8 @@ Row Row::parse(const std::string& line, const std::vector<Point>& points) {
   if (index >= points.size() || points[index].id != n["id"].Scalar()) throw std::runtime_error("a row of another spec");
   Row r = start(points[index], n["out"] && !n["out"].IsNull() ? n["out"].Scalar() : "");
   for (auto& [k, f] : r.fields)
-    if (n[k] && n[k].IsScalar()) f = Field{n[k].Scalar(), f.number || (std::find(kNumeric.begin(), kNumeric.end(), k) != kNumeric.end())};
+    if (n[k] && n[k].IsScalar()) f = Field{n[k].Scalar(), f.number || numeric(k)};
     else if (n[k] && n[k].IsNull()) f = Field{"", false};
-  if (r.failed()) r.error = r.get("error")->text;
   return r;
 }
 
@@ -150,11 +141,9 @@ std::string Results::header() const {
 
 std::vector<size_t> Results::open(bool resume, bool retry_failed) {
   const fs::path jsonl = root_ / "results.jsonl";
-  std::error_code ec;
   if (fs::exists(jsonl) && !resume)
     throw UserError(jsonl.string() + " exists: give --resume to run only what is missing, or another --out");
-  fs::create_directories(root_, ec);
-  if (ec || !fs::is_directory(root_)) throw UserError(root_.string() + ": cannot create output directory");
+  io::make_directory(root_);
   std::set<size_t> have;
   if (resume && fs::exists(jsonl)) {
     std::ifstream f(jsonl);
@@ -173,15 +162,18 @@ std::vector<size_t> Results::open(bool resume, bool retry_failed) {
     }
     if (bad > 0) std::fprintf(stderr, "warning: %s: %zu line%s not rows of this sweep, dropped\n", jsonl.c_str(), bad, bad == 1 ? "" : "s");
   }
-  // Start both files afresh from the rows kept, so that appends follow whole lines.
-  std::string j, c = header();
-  for (const Row& r : rows_) j += r.json() + "\n", c += r.csv() + "\n";
-  io::write_atomically(jsonl, j);
-  io::write_atomically(root_ / "results.csv", c);
+  rewrite();  // afresh from the rows kept, so that appends follow whole lines
   std::vector<size_t> todo;
   for (const Point& p : points_)
     if (!have.count(p.index)) todo.push_back(p.index);
   return todo;
+}
+
+void Results::rewrite() const {
+  std::string j, c = header();
+  for (const Row& r : rows_) j += r.json() + "\n", c += r.csv() + "\n";
+  io::write_atomically(root_ / "results.jsonl", j);
+  io::write_atomically(root_ / "results.csv", c);
 }
 
 void Results::append(const Row& r) {
@@ -192,10 +184,7 @@ void Results::append(const Row& r) {
 
 void Results::finish() {
   std::sort(rows_.begin(), rows_.end(), [](const Row& a, const Row& b) { return a.index < b.index; });
-  std::string j, c = header();
-  for (const Row& r : rows_) j += r.json() + "\n", c += r.csv() + "\n";
-  io::write_atomically(root_ / "results.jsonl", j);
-  io::write_atomically(root_ / "results.csv", c);
+  rewrite();
   report::Table t;
   for (const auto& [k, _] : Row::start(points_.front(), "").fields) t.columns.push_back(k);
   for (const Row& r : rows_) {

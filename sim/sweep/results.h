@@ -19,7 +19,7 @@ struct Field {
 
 struct Row {
   size_t index = 0;
-  std::string id, error;
+  std::string id;
   std::vector<std::pair<std::string, Field>> fields;  // every column, in column order
 
   static Row start(const Point& p, const std::string& out_dir);
@@ -27,6 +27,7 @@ struct Row {
   void add_report(const YAML::Node& report);
   void set_failed(const std::string& error);
   bool failed() const;
+  std::string error() const;  // "" for a point that ran
   const Field* get(const std::string& key) const;
   std::string json() const;  // one line, no newline
   std::string csv() const;
@@ -51,6 +52,7 @@ class Results {
 
  private:
   std::string header() const;
+  void rewrite() const;  // both files, whole, from rows_
   std::filesystem::path root_;
   const Spec& spec_;
   const std::vector<Point>& points_;

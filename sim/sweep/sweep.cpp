@@ -302,6 +302,8 @@ struct Running {
   std::chrono::steady_clock::time_point start;
 };
 
+fs::path point_dir(const fs::path& root, const Point& p) { return root / "points" / (std::to_string(p.index) + "-" + p.id); }
+
 pid_t spawn(const Options& opt, const Point& p, const fs::path& dir) {
   std::vector<std::string> args = {opt.self_exe, "run", "-q", "--config", p.config, "--trace", p.trace, "--out", dir.string()};
   for (const auto& x : p.sets) args.insert(args.end(), {"--set", x});
@@ -430,7 +432,7 @@ int run(const Spec& spec, const std::vector<Point>& points, const Options& opt, 
       out << "\r[" << std::string(static_cast<size_t>(fill), '#') << std::string(static_cast<size_t>(width - fill), '.') << "] " << done
           << "/" << total << " points, " << failed << " failed, ETA " << eta_text(eta) << "   " << std::flush;
     } else {
-      out << "sweep: " << done << "/" << total << " point " << r.index << " " << (r.failed() ? "failed: " + r.error : "ok")
+      out << "sweep: " << done << "/" << total << " point " << r.index << " " << (r.failed() ? "failed: " + r.error() : "ok")
           << " (ETA " << eta_text(eta) << ")\n"
           << std::flush;
     }
@@ -439,10 +441,8 @@ int run(const Spec& spec, const std::vector<Point>& points, const Options& opt, 
   while (!g_stop) {
     while (static_cast<int>(running.size()) < opt.jobs && next < mine.size() && !g_stop) {
       const Point& p = points[mine[next++]];
-      const fs::path dir = root / "points" / (std::to_string(p.index) + "-" + p.id);
-      std::error_code ec;
-      fs::create_directories(dir, ec);
-      if (ec) throw UserError(dir.string() + ": cannot create: " + ec.message());
+      const fs::path dir = point_dir(root, p);
+      io::make_directory(dir);
       running.push_back({spawn(opt, p, dir), &p, std::chrono::steady_clock::now()});
     }
     bool progressed = false;
@@ -454,8 +454,7 @@ int run(const Spec& spec, const std::vector<Point>& points, const Options& opt, 
         continue;
       }
       const Point& p = *running[i].point;
-      const fs::path dir = root / "points" / (std::to_string(p.index) + "-" + p.id);
-      Row row = finish(p, status, dir, root);
+      Row row = finish(p, status, point_dir(root, p), root);
       running.erase(running.begin() + static_cast<long>(i));
       progressed = true;
 #ifdef XPUSIM_WITH_MPI

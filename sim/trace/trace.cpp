@@ -112,10 +112,11 @@ Dtype get_dtype(const Ctx& cx, const YAML::Node& n, const std::string& key) {
 // E8M0 scale per 32 E2M1 elements (4.25 bits per element; ../shared/reference/formats.md), NVFP4
 // an E4M3 scale per 16 (4.5 bits; NVIDIA Blackwell architecture). Plain int4 weights get the
 // fp16 scale per group of 128 that GPTQ and AWQ checkpoints use unless weight_group says.
-// Sets `f` as o's weight format; returns what is wrong with it, or "" (group < 0: the default).
+// Sets `f` as o's weight format; returns what is wrong with it, or "". `group` (< 0: the
+// format's default) applies to formats without a fixed block: the caller refuses it for mxfp4
+// and nvfp4, where it can say which key.
 std::string set_weight_format(Op& o, const std::string& f, int64_t group) {
   if (f == "mxfp4" || f == "nvfp4") {
-    if (group >= 0) return f + " fixes its block size";
     o.weight_dtype = Dtype::fp4;
     o.weight_group = f == "mxfp4" ? 32 : 16;
     o.weight_scale_bits = 8;
