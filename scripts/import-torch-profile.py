@@ -47,7 +47,7 @@ def concrete(e, i):
         return None
     try:
         return ast.literal_eval(c[i])
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return c[i]
 
 
@@ -141,14 +141,46 @@ def load(path):
         sys.exit(f"import-torch-profile: {path}: {e.strerror}")
     except json.JSONDecodeError as e:
         sys.exit(f"import-torch-profile: {path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}")
+    except UnicodeDecodeError as e:
+        sys.exit(f"import-torch-profile: {path}: not UTF-8 text (byte {e.start})")
+    except RecursionError:
+        sys.exit(f"import-torch-profile: {path}: JSON nested too deeply to be a profile")
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         sys.exit(f"import-torch-profile: {path}: no 'traceEvents' list: not a PyTorch profiler trace")
     return events
 
 
+def check_events(events, path):
+    """Refuses events this importer reads that lack what it reads: a clear error, not a traceback."""
+    def bad(i, what):
+        sys.exit(f"import-torch-profile: {path}: traceEvents[{i}]: {what}")
+    for i, e in enumerate(events):
+        if not isinstance(e, dict):
+            bad(i, "not a JSON object")
+        if e.get("ph") != "X" or e.get("cat") not in ("cpu_op", "kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        if not isinstance(e.get("name"), str):
+            bad(i, "'name' must be a string")
+        for key in ("ts", "dur"):
+            v = e.get(key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or (key == "dur" and v < 0):
+                bad(i, f"'{key}' must be a finite number{' not below 0' if key == 'dur' else ''}, not {v!r}")
+        if isinstance(e.get("tid"), bool) or not isinstance(e.get("tid"), (int, str)):
+            bad(i, "'tid' must be a number or a string")
+        args = e.setdefault("args", {})
+        if not isinstance(args, dict):
+            bad(i, "'args' must be a JSON object")
+        ext = args.get("External id")
+        if ext is not None and (isinstance(ext, bool) or not isinstance(ext, (int, str))):
+            bad(i, "'External id' must be a number or a string")
+    return events
+
+
 def import_profile(events):
-    ops = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"), key=lambda e: (e["tid"], e["ts"], -e["dur"]))
+    # Threads named by numbers and by strings sort apart rather than compare.
+    ops = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"),
+                 key=lambda e: (isinstance(e["tid"], str), e["tid"], e["ts"], -e["dur"]))
     if not ops:
         sys.exit("import-torch-profile: no cpu_op events: was the profile taken with torch.profiler?")
     if not any((e["args"].get("Input Dims") for e in ops)):
@@ -182,14 +214,18 @@ def import_profile(events):
                 unattributed += k.get("dur", 0)
             else:
                 gpu_us[owner[i]] += k.get("dur", 0)
-    out, mapped_count, unknown, idle = [], Counter(), Counter(), Counter()
+    out, mapped_count, unknown, idle, unreadable = [], Counter(), Counter(), Counter(), Counter()
     names = Counter()
     for i in sorted(set(owner.values()), key=lambda i: ops[i]["ts"]):
         e = ops[i]
         short = e["name"].split("::")[-1]
         names[short] += 1
         name = f"{short}{names[short]}"
-        op = convert(e, name) if known(e["name"]) else None
+        try:
+            op = convert(e, name) if known(e["name"]) else None
+        except (IndexError, KeyError, TypeError, ValueError):
+            op = None  # shapes that do not describe the op: kept as a timed gap, listed below
+            unreadable[e["name"]] += 1
         if op is not None:
             out.append(op)
             mapped_count[e["name"]] += 1
@@ -198,7 +234,7 @@ def import_profile(events):
             unknown[e["name"]] += 1
         else:
             idle[e["name"]] += 1
-    return out, mapped_count, unknown, idle, unattributed
+    return out, mapped_count, unknown, idle, unreadable, unattributed
 
 
 def main():
@@ -208,7 +244,7 @@ def main():
     ap.add_argument("-o", "--out", default="-", help="output trace (default standard output)")
     ap.add_argument("--name", default=None, help="trace name (default: the profile's file name)")
     a = ap.parse_args()
-    ops, mapped, unknown, idle, unattributed = import_profile(load(a.profile))
+    ops, mapped, unknown, idle, unreadable, unattributed = import_profile(check_events(load(a.profile), a.profile))
     name = a.name or a.profile.rsplit("/", 1)[-1].split(".")[0]
     trace = {"xpusim_trace": 1, "name": name,
              "description": f"Imported from {a.profile} by scripts/import-torch-profile.py: "
@@ -224,6 +260,9 @@ def main():
     if unknown:
         print(f"warning: {sum(unknown.values())} ops of unknown kind kept as timed gaps (their kernels' measured time): "
               + ", ".join(f"{k} x{v}" for k, v in sorted(unknown.items())), file=sys.stderr)
+    if unreadable:
+        print(f"warning: {sum(unreadable.values())} ops whose recorded shapes do not fit their kind, kept as timed gaps "
+              "or left out: " + ", ".join(f"{k} x{v}" for k, v in sorted(unreadable.items())), file=sys.stderr)
     if idle:
         print(f"no GPU work, not in the trace: " + ", ".join(f"{k} x{v}" for k, v in sorted(idle.items())), file=sys.stderr)
     if unattributed:

@@ -3,10 +3,17 @@
 #   scripts/install-deps.sh                the build, the simulator, sweeps over MPI
 #   scripts/install-deps.sh --test-extras  also what some tests use when present: Chromium to
 #                                          render the HTML reports, pandas for the sweep example
+#   scripts/install-deps.sh --fuzz         also clang and its libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsystemc-dev libyaml-cpp-dev libboost-program-options-dev
           libspdlog-dev catch2 python3 python3-yaml libopenmpi-dev openmpi-bin)
-if [ "${1:-}" = "--test-extras" ]; then packages+=(chromium python3-pandas); fi
+for arg in "$@"; do
+  case "$arg" in
+    --test-extras) packages+=(chromium python3-pandas) ;;
+    --fuzz) packages+=(clang libclang-rt-14-dev llvm) ;;
+    *) echo "install-deps.sh: unknown argument '$arg' (--test-extras, --fuzz)" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -11,6 +11,13 @@ class UserError : public std::runtime_error {
   explicit UserError(const std::string& what) : std::runtime_error(what) {}
 };
 
+// The simulation stopped without finishing: the watchdog saw no progress (a lost completion, a
+// deadlock). Not the user's input at fault, as far as anyone knows; main exits with status 3.
+class StallError : public std::runtime_error {
+ public:
+  explicit StallError(const std::string& what) : std::runtime_error(what) {}
+};
+
 // Where a value came from: a file position, a command-line override, or a built-in default.
 struct SourceLoc {
   std::string file;  // empty for defaults; "--set" for command-line overrides

@@ -12,6 +12,7 @@ CtaDispatcher::CtaDispatcher(sc_core::sc_module_name name, std::vector<Sm*> sms)
 
 void CtaDispatcher::submit(KernelRun* k) {
   k->submit_s = sc_core::sc_time_stamp().to_seconds();
+  submitted_.push_back(k);
   if (k->program->num_ctas() == 0) {
     k->finished = true;
     k->end_s = k->submit_s;
@@ -29,7 +30,21 @@ std::vector<KernelRun*> CtaDispatcher::take_finished() {
   return out;
 }
 
+std::vector<const KernelRun*> CtaDispatcher::unfinished() const {
+  std::vector<const KernelRun*> v;
+  for (const KernelRun* k : submitted_)
+    if (!k->finished) v.push_back(k);
+  return v;
+}
+
 void CtaDispatcher::cta_done(KernelRun* k) {
+  // Fault injection (XPUSIM_FAULT=lose-cta:OP, docs/reliability.md): the first CTA's completion
+  // of the marked kernel never arrives, as a lost transaction would leave it.
+  if (k->lose_a_cta) {
+    k->lose_a_cta = false;
+    return;
+  }
+  ++ctas_done_;
   ++k->done_ctas;
   if (k->done_ctas == k->program->num_ctas()) {
     k->finished = true;

@@ -50,9 +50,9 @@ class KernelProgram {
   virtual ~KernelProgram() = default;
 
   virtual uint64_t num_ctas() const = 0;
-  virtual uint32_t steps(uint64_t cta) const = 0;
+  virtual uint64_t steps(uint64_t cta) const = 0;
   virtual void prologue(uint64_t /*cta*/, StepWork& /*w*/) const {}
-  virtual void step(uint64_t cta, uint32_t s, StepWork& w) const = 0;
+  virtual void step(uint64_t cta, uint64_t s, StepWork& w) const = 0;
   virtual void epilogue(uint64_t cta, StepWork& w) const = 0;
 
   CtaResources resources;

@@ -18,6 +18,7 @@ struct KernelRun {
   double end_s = 0;     // when its last CTA finished
   bool finished = false;
   double timed_start_s = -1;  // when a CTA reached the program's timed_step (microbenchmarks)
+  bool lose_a_cta = false;    // fault injection: drop one CTA's completion (tests of the watchdog)
 };
 
 }  // namespace xpusim

@@ -183,8 +183,8 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
   prog.prologue(cta, pro);
   const double pro_ready = issue_loads(pro, k);
 
-  const uint32_t n = prog.steps(cta);
-  const uint32_t depth = std::min<uint32_t>(static_cast<uint32_t>(std::max(1, prog.stages)), n);
+  const uint64_t n = prog.steps(cta);
+  const uint32_t depth = static_cast<uint32_t>(std::min<uint64_t>(static_cast<uint64_t>(std::max(1, prog.stages)), n));
   std::vector<StepWork> ring(depth);
   std::vector<double> ready(depth);
   for (uint32_t i = 0; i < depth; ++i) {
@@ -195,8 +195,8 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
   wait_until(pro_ready);
   wait_until(compute(pro, k));
 
-  for (uint32_t s = 0; s < n; ++s) {
-    const uint32_t slot = s % depth;
+  for (uint64_t s = 0; s < n; ++s) {
+    const uint32_t slot = static_cast<uint32_t>(s % depth);
     if (static_cast<int64_t>(s) == prog.timed_step && k->timed_start_s < 0) k->timed_start_s = sc_core::sc_time_stamp().to_seconds();
     wait_until(ready[slot]);
     used_tensor_cores |= ring[slot].tensor_macs > 0;

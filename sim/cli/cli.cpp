@@ -14,6 +14,7 @@
 
 #include "models/common/systemc.h"
 #include "sim/config/config_loader.h"
+#include "sim/config/limits.h"
 #include "sim/config/units.h"
 #include "sim/engine/simulate.h"
 #include "sim/io/files.h"
@@ -102,6 +103,19 @@ std::optional<po::variables_map> parse_command(const std::string& cmd, const std
   return vm;
 }
 
+void add_limits(po::options_description& d) {
+  d.add_options()("limit", po::value<std::vector<std::string>>()->composing(),
+                  ("raise (or lower) a bound on what one run may ask for, NAME=VALUE (repeatable); in force:\n" +
+                   limits::describe())
+                      .c_str());
+}
+
+std::vector<std::string> apply_limits(const po::variables_map& vm) {
+  const auto given = vm.count("limit") ? vm["limit"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  for (const std::string& x : given) limits::set(x);
+  return given;
+}
+
 std::vector<std::string> sets(const po::variables_map& vm) {
   return vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
 }
@@ -115,12 +129,14 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
       ("trace-set", po::value<std::vector<std::string>>()->composing(), "override every op's dtype, weight_dtype or sparsity: --trace-set dtype=fp8 (repeatable)")
       ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, report.html, summary.md, ops.csv, timeline.json (Chrome trace events), resolved-config.yaml")
       ("show-ops", po::value<int>()->default_value(20), "ops listed on the terminal (the longest ones)");
+  add_limits(d);
   const auto parsed = parse_command(cmd, args, d, out);
   if (!parsed) return 0;  // --help was printed
   const po::variables_map& vm = *parsed;
   if (!vm.count("config")) throw UsageError("xpusim run: --config is required; see `xpusim run --help`");
   if (!vm.count("trace")) throw UsageError("xpusim run: --trace is required; see `xpusim run --help`");
   if (vm["show-ops"].as<int>() < 1) throw UsageError("xpusim run: --show-ops must be at least 1");
+  apply_limits(vm);
 
   const auto t0 = std::chrono::steady_clock::now();
   const config::LoadedConfig cfg = config::load_config(vm["config"].as<std::string>(), sets(vm));
@@ -166,12 +182,15 @@ int cmd_sweep(const std::string& cmd, const std::vector<std::string>& args, std:
       ("jobs,j", po::value<int>(), "points run at once on this machine (default: its cores; 1 per MPI rank)")
       ("resume", "keep the finished points of an earlier run into --out and run only the rest")
       ("retry-failed", "with --resume, run the failed points again too")
-      ("dry-run", "list the points and check every config and trace, run nothing");
+      ("dry-run", "list the points and check every config and trace, run nothing")
+      ("timeout", po::value<double>(), "stop a point that runs longer than this many seconds of wall time and record it as failed");
+  add_limits(d);
   po::positional_options_description pos;
   pos.add("spec", 1);
   const auto parsed = parse_command(cmd, args, d, out, &pos);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
+  const std::vector<std::string> limit_args = apply_limits(vm);
   if (!vm.count("spec")) throw UsageError("xpusim sweep: give the sweep spec, e.g. `xpusim sweep configs/sweeps/hbm-x-sms.yaml`");
   if (vm.count("retry-failed") && !vm.count("resume")) throw UsageError("xpusim sweep: --retry-failed applies with --resume");
   const sweep::Spec spec = sweep::load_spec(vm["spec"].as<std::string>());
@@ -191,6 +210,11 @@ int cmd_sweep(const std::string& cmd, const std::vector<std::string>& args, std:
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   opt.jobs = vm.count("jobs") ? vm["jobs"].as<int>() : (sweep::under_mpi() ? 1 : cores);
   if (opt.jobs < 1 || opt.jobs > 4096) throw UsageError("xpusim sweep: --jobs must be from 1 to 4096");
+  opt.limits = limit_args;
+  if (vm.count("timeout")) {
+    opt.timeout_s = vm["timeout"].as<double>();
+    if (!(opt.timeout_s > 0)) throw UsageError("xpusim sweep: --timeout must be a positive number of seconds");
+  }
   opt.resume = vm.count("resume") > 0;
   opt.retry_failed = vm.count("retry-failed") > 0;
   opt.progress_bar = isatty(STDOUT_FILENO) && !vm.count("quiet");
@@ -231,10 +255,12 @@ int cmd_check(const std::string& cmd, const std::vector<std::string>& args, std:
       ("config,c", po::value<std::string>(), "hardware description to validate")
       ("trace,t", po::value<std::string>(), "trace to validate (with --config, also checks the chip can run every op)")
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value (repeatable)");
+  add_limits(d);
   const auto parsed = parse_command(cmd, args, d, out);
   if (!parsed) return 0;  // --help was printed
   const po::variables_map& vm = *parsed;
   if (!vm.count("config") && !vm.count("trace")) throw UsageError("xpusim check: give --config, --trace or both");
+  apply_limits(vm);
   std::optional<config::LoadedConfig> cfg;
   if (vm.count("config")) {
     cfg = config::load_config(vm["config"].as<std::string>(), sets(vm));
@@ -403,6 +429,9 @@ int main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   } catch (const UserError& e) {
     err << "error: " << e.what() << "\n";
     return 1;
+  } catch (const StallError& e) {
+    err << "error: " << e.what() << "\n";
+    return 3;
   } catch (const std::exception& e) {
     err << "internal error (please report): " << e.what() << "\n";
     return 3;

@@ -69,6 +69,7 @@ LeafMap load_file(const std::string& path, std::vector<std::string>& chain) {
       if (!p.IsScalar()) fail(yaml_loc(path, p), "extends", "must be a file name");
       const fs::path parent = fs::path(path).parent_path() / p.Scalar();
       if (!fs::exists(parent)) fail(yaml_loc(path, p), "extends", "file '" + parent.string() + "' does not exist");
+      if (!fs::is_regular_file(parent)) fail(yaml_loc(path, p), "extends", "'" + parent.string() + "' is not a regular file");
       for (auto& [k, leaf] : load_file(parent.string(), chain)) merged[k] = leaf;  // later parents win
     }
   }
@@ -130,6 +131,7 @@ Value to_value(const ParamSpec& spec, const YAML::Node& node, const SourceLoc& a
       long long n = 0;
       if (!parse_integer(s, n)) {
         double d;
+        if (errno == ERANGE) fail(at, spec.key, "'" + s + "' is out of range " + range_text(spec));
         if (parse_double(s, d)) fail(at, spec.key, "'" + s + "' must be a whole number");
         fail(at, spec.key, "'" + s + "' is not an integer" +
                                (s.find_first_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string::npos

@@ -137,6 +137,8 @@ Quantity parse(const std::string& raw, Dim expected) {
       if (u.dim != expected)
         throw std::invalid_argument("'" + text + "' is a " + dim_name(u.dim) + ", but a " + dim_name(expected) +
                                     " is due (e.g. '" + example(expected) + "')");
+      if (!std::isfinite(number * u.scale))
+        throw std::invalid_argument("'" + text + "' is out of range (beyond the largest number a double holds)");
       return {number * u.scale, u.dim};
     }
   }

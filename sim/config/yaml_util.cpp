@@ -3,6 +3,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
+
+#include "sim/config/limits.h"
+#include "sim/config/units.h"
 
 namespace xpusim {
 
@@ -15,8 +19,23 @@ YAML::Node load_yaml_string(const std::string& text, const std::string& name, in
   }
 }
 
+void check_input_file(const std::string& path, bool whole) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st)) throw UserError(path + ": is a directory, not a file");
+  if (!std::filesystem::exists(st)) throw UserError(path + ": no such file");
+  // A device or a pipe (/dev/zero, /dev/stdin) could be endless, or never end.
+  if (!std::filesystem::is_regular_file(st)) throw UserError(path + ": not a regular file");
+  const auto size = std::filesystem::file_size(path, ec);
+  const int64_t limit = limits::current().file_bytes;
+  if (whole && !ec && size > static_cast<uintmax_t>(limit))
+    throw UserError(path + ": " + units::format(static_cast<double>(size), units::Dim::Size) +
+                    " is more than a YAML file may hold (" + units::format(static_cast<double>(limit), units::Dim::Size) +
+                    "; write large traces as JSON Lines)" + limits::raise_hint("file_bytes"));
+}
+
 YAML::Node load_yaml_file(const std::string& path) {
-  if (std::filesystem::is_directory(path)) throw UserError(path + ": is a directory, not a file");
+  check_input_file(path, true);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open file");
   std::ostringstream ss;

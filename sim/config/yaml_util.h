@@ -16,6 +16,10 @@ inline SourceLoc yaml_loc(const std::string& file, const YAML::Node& n) {
   return SourceLoc{file, m.line + 1, m.column + 1};
 }
 
+// Refuses what is not a regular file (a folder, a device, a pipe) and, when the whole file is
+// read at once (`whole`), one larger than the file_bytes limit; UserErrors name the file.
+void check_input_file(const std::string& path, bool whole);
+
 // Loads a YAML file, turning parse errors and unreadable files into UserErrors with a position.
 YAML::Node load_yaml_file(const std::string& path);
 YAML::Node load_yaml_string(const std::string& text, const std::string& name, int line_offset = 0);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -12,6 +13,8 @@
 #include <spdlog/spdlog.h>
 
 #include "models/common/systemc.h"
+#include "sim/config/limits.h"
+#include "sim/config/units.h"
 #include "sim/engine/gpu_system.h"
 #include "sim/engine/workload_driver.h"
 #include "sim/lower/accel_lowering.h"
@@ -49,6 +52,18 @@ CollectiveJob job_of(const trace::Op& op, const std::vector<int>& devices) {
   return j;
 }
 
+// Simulated CTA steps a second on one core, for messages: a bf16 8192^3 GEMM on h100-sxm is
+// 262 144 steps in 8.8 s of wall time (docs/reliability.md).
+constexpr double kStepsPerSecond = 30000;
+
+std::string duration_text(double s) {
+  char b[64];
+  if (s < 120) std::snprintf(b, sizeof b, "%.0f seconds", s);
+  else if (s < 7200) std::snprintf(b, sizeof b, "%.0f minutes", s / 60);
+  else std::snprintf(b, sizeof b, "%.1f hours", s / 3600);
+  return b;
+}
+
 [[noreturn]] void op_error(const trace::Op& op, const std::string& msg) {
   throw UserError(op.loc.str() + ": op '" + op.name + "': " + msg);
 }
@@ -58,16 +73,47 @@ std::vector<lower::LoweredOp> lower_compute(const config::LoadedConfig& cfg, con
   lower::Lowering lowering(cfg.chip.gpu);
   std::vector<lower::LoweredOp> out;
   out.reserve(t.ops.size());
+  double steps = 0;
   for (const auto& op : t.ops) {
     if (op.is_collective()) {
       out.emplace_back();
       continue;
     }
     out.push_back(lowering.lower(op));
-    spdlog::debug("lowered {} ({} {}): {}", op.name, trace::op_kind_name(op.kind), op.shape_text(),
-                  out.back().program->description);
+    const KernelProgram& p = *out.back().program;
+    spdlog::debug("lowered {} ({} {}): {}", op.name, trace::op_kind_name(op.kind), op.shape_text(), p.description);
+    // The simulation's work: CTAs times their steps (the first and last CTA bracket the tiles'
+    // step counts), per GPU that runs the kernel in full.
+    const double ctas = static_cast<double>(p.num_ctas());
+    const double per_cta = static_cast<double>(std::max(p.steps(0), p.num_ctas() ? p.steps(p.num_ctas() - 1) : 0)) + 1;
+    const double gpus = cfg.chip.gpu.system.detail == "representative" ? 1.0 : static_cast<double>(op.devices.size());
+    steps += ctas * per_cta * std::max(1.0, gpus);
+    const double limit = limits::current().cta_steps;
+    if (steps > limit)
+      op_error(op, "brings the run to " + units::format(steps, units::Dim::None) + " simulated CTA steps, more than the " +
+                       units::format(limit, units::Dim::None) + " one run may take (about " +
+                       duration_text(limit / kStepsPerSecond) + " at " + units::format(kStepsPerSecond, units::Dim::None) +
+                       " steps a second)" +
+                       limits::raise_hint("cta_steps"));
   }
   return out;
+}
+
+// XPUSIM_FAULT=lose-cta:OP (docs/reliability.md) loses one CTA completion of op OP's kernel,
+// as a dropped transaction would: the watchdog's tests use it to make a run that cannot finish.
+void inject_faults(const trace::Trace& t, std::vector<std::vector<KernelRun>>& runs) {
+  const char* fault = std::getenv("XPUSIM_FAULT");
+  if (!fault || !*fault) return;
+  const std::string f = fault;
+  const std::string prefix = "lose-cta:";
+  if (f.rfind(prefix, 0) != 0) throw UserError("XPUSIM_FAULT='" + f + "': expected lose-cta:OP");
+  for (size_t i = 0; i < t.ops.size(); ++i)
+    if (t.ops[i].name == f.substr(prefix.size()) && !runs[i].empty()) {
+      runs[i].front().lose_a_cta = true;
+      spdlog::warn("fault injection: one CTA completion of '{}' will be lost", t.ops[i].name);
+      return;
+    }
+  throw UserError("XPUSIM_FAULT='" + f + "': no compute op of that name");
 }
 
 }  // namespace
@@ -170,6 +216,7 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
     OpResult& r = out.ops[i];
     r.devices = placement.devices[i];
     r.collective = op.is_collective();
+    dops[i].label = "'" + op.name + "' (" + op.loc.str() + ")";
     if (r.collective) {
       r.job = job_of(op, r.devices);
       dops[i].collective = &r.job;
@@ -195,10 +242,17 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
     preds[i].erase(std::unique(preds[i].begin(), preds[i].end()), preds[i].end());
   }
 
+  // The watchdog's window: the stall_s limit, or longer where a timed gap of the trace alone
+  // lasts longer (a delay op is one CTA that finishes after its duration).
+  double window = limits::current().stall_s;
+  for (const auto& op : t.ops)
+    if (op.kind == trace::OpKind::delay) window = std::max(window, 2 * op.duration_s);
+  inject_faults(t, runs);
   WorkloadDriver driver("driver", dops, std::move(preds), g.kernels.launch_gap_s, dispatchers, fabric.get(),
-                        g.collectives);
+                        g.collectives, window);
   sc_core::sc_start();
-  if (!driver.all_done()) throw std::logic_error("simulation ended with ops unfinished");
+  driver.check_finished();
+  if (!driver.stall().empty()) throw StallError(driver.stall());
   const double end = sc_core::sc_time_stamp().to_seconds();
   for (auto& sys : systems) sys->finalize(end);
   for (size_t i = 0; i < n; ++i) {
@@ -233,6 +287,9 @@ std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trac
     } catch (const UserError& e) {
       status = 'U';
       payload = e.what();
+    } catch (const StallError& e) {
+      status = 'S';
+      payload = e.what();
     } catch (const std::exception& e) {
       status = 'E';
       payload = e.what();
@@ -258,6 +315,7 @@ std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trac
   const char status = data[0];
   data.erase(0, 1);
   if (status == 'U') throw UserError(data);
+  if (status == 'S') throw StallError(data);
   if (status == 'E') throw std::runtime_error(data);
   return data;
 }

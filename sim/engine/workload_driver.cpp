@@ -2,21 +2,103 @@
 
 #include <algorithm>
 #include <queue>
+#include <sstream>
+
+#include "sim/config/units.h"
 
 namespace xpusim::engine {
+
+namespace {
+// Wake-ups at one simulated instant with nothing finishing before the driver calls it a
+// livelock (time has stopped advancing). A busy instant wakes it a few times per kernel.
+constexpr uint64_t kMaxSpinsAtOneInstant = 1'000'000;
+constexpr size_t kOpsListed = 12;
+}  // namespace
 
 WorkloadDriver::WorkloadDriver(sc_core::sc_module_name name, std::vector<DriverOp>& ops,
                                std::vector<std::vector<size_t>> preds, double launch_gap_s,
                                std::vector<CtaDispatcher*> dispatchers, Fabric* fabric,
-                               const CollectiveParams& collectives)
+                               const CollectiveParams& collectives, double stall_window_s)
     : sc_module(name),
       ops_(ops),
       preds_(std::move(preds)),
       gap_s_(launch_gap_s),
       dispatchers_(std::move(dispatchers)),
       fabric_(fabric),
-      collectives_(collectives) {
+      collectives_(collectives),
+      window_s_(stall_window_s),
+      state_(ops.size(), State::waiting) {
   SC_THREAD(run);
+  SC_THREAD(watch);
+}
+
+uint64_t WorkloadDriver::progress() const {
+  uint64_t p = done_;
+  for (const CtaDispatcher* d : dispatchers_) p += d->ctas_done();
+  return p;
+}
+
+void WorkloadDriver::stop_stalled(const std::string& why) {
+  std::ostringstream os;
+  os << "simulation stalled: " << why << "; " << ops_.size() - done_ << " of " << ops_.size() << " ops unfinished";
+  size_t listed = 0;
+  for (size_t i = 0; i < ops_.size() && listed < kOpsListed; ++i) {
+    if (state_[i] == State::done) continue;
+    ++listed;
+    const DriverOp& op = ops_[i];
+    os << "\n  " << op.label << ": ";
+    switch (state_[i]) {
+      case State::waiting: {
+        os << "waits for";
+        size_t shown = 0;
+        for (size_t p : preds_[i])
+          if (state_[p] != State::done && shown++ < 3) os << (shown > 1 ? ", " : " ") << ops_[p].label;
+        break;
+      }
+      case State::ready: os << "ready, not yet launched"; break;
+      case State::running:
+        if (op.collective) {
+          os << "collective in flight on the fabric until "
+             << units::format(op.collective_run->end_s, units::Dim::Time);
+          break;
+        }
+        for (const auto& [k, d] : op.kernels) {
+          if (k->finished) continue;
+          const uint64_t total = k->program->num_ctas();
+          os << "running on " << d->name() << ": " << k->done_ctas << " of " << total << " CTAs finished, "
+             << k->next_cta - k->done_ctas << " in flight on SMs, " << total - k->next_cta << " not yet placed";
+        }
+        break;
+      case State::done: break;
+    }
+  }
+  if (ops_.size() - done_ > listed) os << "\n  ... and " << ops_.size() - done_ - listed << " more";
+  stall_ = os.str();
+  sc_core::sc_stop();
+}
+
+void WorkloadDriver::check_finished() {
+  if (stall_.empty() && !all_done())
+    stop_stalled("no events left at " + units::format(sc_core::sc_time_stamp().to_seconds(), units::Dim::Time) +
+                 " (a completion that never arrived)");
+}
+
+void WorkloadDriver::watch() {
+  if (ops_.empty()) return;
+  const sc_core::sc_time window(window_s_, sc_core::SC_SEC);
+  for (uint64_t seen = progress();;) {
+    wait(window);
+    if (all_done() || !stall_.empty()) return;
+    const uint64_t now = progress();
+    if (now != seen) {
+      seen = now;
+      continue;
+    }
+    stop_stalled("no CTA and no op finished in " + units::format(window_s_, units::Dim::Time) +
+                 " of simulated time, up to " + units::format(sc_core::sc_time_stamp().to_seconds(), units::Dim::Time) +
+                 " (the stall_s limit; --limit stall_s=S allows longer)");
+    return;
+  }
 }
 
 void WorkloadDriver::run() {
@@ -33,23 +115,42 @@ void WorkloadDriver::run() {
     waiting[i] = preds_[i].size();
     pending[i] = ops_[i].kernels.size();
     for (size_t p : preds_[i]) succs[p].push_back(i);
-    if (waiting[i] == 0) ready.push({sc_core::SC_ZERO_TIME, i});
+    if (waiting[i] == 0) {
+      ready.push({sc_core::SC_ZERO_TIME, i});
+      state_[i] = State::ready;
+    }
   }
   sc_core::sc_event_or_list any_kernel;
   for (CtaDispatcher* d : dispatchers_) any_kernel |= d->kernel_finished;
 
   auto finish = [&](size_t i) {
     ++done_;
+    state_[i] = State::done;
     for (size_t s : succs[i]) {
       if (--waiting[s] > 0) continue;
       double t = 0;
       for (size_t p : preds_[s]) t = std::max(t, ops_[p].end_s);
       ready.push({std::max(sc_core::sc_time(t + gap_s_, sc_core::SC_SEC), sc_core::sc_time_stamp()), s});
+      state_[s] = State::ready;
     }
   };
 
+  sc_core::sc_time last_wake = sc_core::SC_ZERO_TIME;
+  uint64_t last_progress = 0, spins = 0;
   while (done_ < n) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const uint64_t p = progress();
+    if (now == last_wake && p == last_progress) {
+      if (++spins > kMaxSpinsAtOneInstant) {
+        stop_stalled("simulated time stopped advancing at " + units::format(now.to_seconds(), units::Dim::Time) +
+                     " (the driver woke " + std::to_string(spins) + " times at that instant with nothing finishing)");
+        return;
+      }
+    } else {
+      last_wake = now;
+      last_progress = p;
+      spins = 0;
+    }
     for (bool progress = true; progress;) {
       progress = false;
       while (!ready.empty() && ready.top().first <= now) {
@@ -58,6 +159,7 @@ void WorkloadDriver::run() {
         progress = true;
         DriverOp& op = ops_[i];
         op.start_s = now.to_seconds();
+        state_[i] = State::running;
         if (op.collective) {
           *op.collective_run = run_collective(*fabric_, collectives_, *op.collective, op.start_s);
           op.end_s = op.collective_run->end_s;
@@ -82,7 +184,7 @@ void WorkloadDriver::run() {
         timed = true;
       }
     if (dispatchers_.empty()) {
-      if (!timed) break;  // nothing can happen any more; simulate() reports the unfinished ops
+      if (!timed) break;  // nothing can happen any more: check_finished() reports the unfinished ops
       wait(next - now);
     } else if (timed) {
       wait(next - now, any_kernel);

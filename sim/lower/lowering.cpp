@@ -51,7 +51,7 @@ class GemmProgram : public KernelProgram {
   ConvGeometry g;
 
   uint64_t num_ctas() const override { return static_cast<uint64_t>(batch * tiles_m * tiles_n); }
-  uint32_t steps(uint64_t) const override { return static_cast<uint32_t>(div_up(static_cast<uint64_t>(K), static_cast<uint64_t>(bk))); }
+  uint64_t steps(uint64_t) const override { return static_cast<uint64_t>(div_up(static_cast<uint64_t>(K), static_cast<uint64_t>(bk))); }
   // Weight-only with conversion: the weights are the MMA's 64-row operand (see step()).
   bool swap() const { return dequant_ops > 0; }
 
@@ -70,7 +70,7 @@ class GemmProgram : public KernelProgram {
     tn = in_group / rows;
   }
 
-  void step(uint64_t cta, uint32_t st, StepWork& w) const override {
+  void step(uint64_t cta, uint64_t st, StepWork& w) const override {
     int64_t bi, tm, tn;
     tile_of(cta, bi, tm, tn);
     const int64_t k0 = static_cast<int64_t>(st) * bk;
@@ -216,12 +216,12 @@ class StreamingProgram : public KernelProgram {
   int64_t units() const { return static_cast<int64_t>(div_up(static_cast<uint64_t>(total), static_cast<uint64_t>(unit))); }
   int64_t steps_per_unit() const { return static_cast<int64_t>(div_up(static_cast<uint64_t>(unit), static_cast<uint64_t>(step_elems))); }
   uint64_t num_ctas() const override { return grid; }
-  uint32_t steps(uint64_t cta) const override {
+  uint64_t steps(uint64_t cta) const override {
     const int64_t u = units(), c = static_cast<int64_t>(cta);
     if (c >= u) return 0;
-    return static_cast<uint32_t>(((u - 1 - c) / static_cast<int64_t>(grid) + 1) * steps_per_unit());
+    return static_cast<uint64_t>(((u - 1 - c) / static_cast<int64_t>(grid) + 1) * steps_per_unit());
   }
-  void step(uint64_t cta, uint32_t s, StepWork& w) const override {
+  void step(uint64_t cta, uint64_t s, StepWork& w) const override {
     const int64_t spu = steps_per_unit();
     const int64_t u = static_cast<int64_t>(cta) + (static_cast<int64_t>(s) / spu) * static_cast<int64_t>(grid);
     const int64_t j = static_cast<int64_t>(s) % spu;
@@ -275,10 +275,10 @@ class AttentionProgram : public KernelProgram {
     if (!causal) return skv;
     return std::min(skv, skv - sq + std::min((qb + 1) * bq, sq));
   }
-  uint32_t steps(uint64_t cta) const override {
+  uint64_t steps(uint64_t cta) const override {
     int64_t b, h, qb;
     coords(cta, b, h, qb);
-    return static_cast<uint32_t>(div_up(static_cast<uint64_t>(kv_end(qb)), static_cast<uint64_t>(bkv)));
+    return static_cast<uint64_t>(div_up(static_cast<uint64_t>(kv_end(qb)), static_cast<uint64_t>(bkv)));
   }
   uint64_t q_addr(int64_t b, int64_t row, int64_t h) const {
     return q + bytes_of(static_cast<uint64_t>(((b * sq + row) * heads + h) * d), in_bits);
@@ -291,7 +291,7 @@ class AttentionProgram : public KernelProgram {
                        bytes_of(static_cast<uint64_t>(heads * d), in_bits)});
     w.instr_mem = 1;
   }
-  void step(uint64_t cta, uint32_t s, StepWork& w) const override {
+  void step(uint64_t cta, uint64_t s, StepWork& w) const override {
     int64_t b, h, qb;
     coords(cta, b, h, qb);
     const int64_t kvh = h / (heads / kv_heads);
@@ -343,8 +343,8 @@ class PointerChaseProgram : public KernelProgram {
   int64_t elements = 0, stride = 0, loads = 0, warm = 0;
 
   uint64_t num_ctas() const override { return 1; }
-  uint32_t steps(uint64_t) const override { return static_cast<uint32_t>(warm + loads); }
-  void step(uint64_t, uint32_t s, StepWork& w) const override {
+  uint64_t steps(uint64_t) const override { return static_cast<uint64_t>(warm + loads); }
+  void step(uint64_t, uint64_t s, StepWork& w) const override {
     const uint64_t i = static_cast<uint64_t>(s) % static_cast<uint64_t>(elements);
     w.cached_loads.push_back({base + i * static_cast<uint64_t>(stride), 1, 8, 0});
     w.instr_mem = 1;
@@ -361,8 +361,8 @@ class InstructionLoopProgram : public KernelProgram {
   int64_t count = 0, warps = 0, warps_per_cta = 4;
   double macs_per_mma = 0;
   uint64_t num_ctas() const override { return static_cast<uint64_t>((warps + warps_per_cta - 1) / warps_per_cta); }
-  uint32_t steps(uint64_t) const override { return 1; }
-  void step(uint64_t cta, uint32_t, StepWork& w) const override {
+  uint64_t steps(uint64_t) const override { return 1; }
+  void step(uint64_t cta, uint64_t, StepWork& w) const override {
     const int64_t in_cta = std::min(warps_per_cta, warps - static_cast<int64_t>(cta) * warps_per_cta);
     const double n = static_cast<double>(count * in_cta);  // warp instructions
     if (instruction == "hmma" || instruction == "imma") {
@@ -384,8 +384,8 @@ class DelayProgram : public KernelProgram {
  public:
   double duration_s = 0;
   uint64_t num_ctas() const override { return 1; }
-  uint32_t steps(uint64_t) const override { return 1; }
-  void step(uint64_t, uint32_t, StepWork& w) const override { w.fixed_s = duration_s; }
+  uint64_t steps(uint64_t) const override { return 1; }
+  void step(uint64_t, uint64_t, StepWork& w) const override { w.fixed_s = duration_s; }
   void epilogue(uint64_t, StepWork&) const override {}
 };
 
@@ -406,8 +406,8 @@ class StridedReadProgram : public KernelProgram {
     return c >= n ? 0 : (n - 1 - c) / static_cast<int64_t>(grid) + 1;
   }
   uint64_t num_ctas() const override { return grid; }
-  uint32_t steps(uint64_t cta) const override { return static_cast<uint32_t>(chunks_of(cta) * passes); }
-  void step(uint64_t cta, uint32_t s, StepWork& w) const override {
+  uint64_t steps(uint64_t cta) const override { return static_cast<uint64_t>(chunks_of(cta) * passes); }
+  void step(uint64_t cta, uint64_t s, StepWork& w) const override {
     const int64_t per_pass = chunks_of(cta);
     const int64_t pass = static_cast<int64_t>(s) / per_pass;
     const int64_t chunk = static_cast<int64_t>(cta) + (static_cast<int64_t>(s) % per_pass) * static_cast<int64_t>(grid);

@@ -434,7 +434,8 @@ std::string sweep_html(const std::string& name, const std::string& description, 
         s.tips.push_back(axis + "=" + cell(*r, ca) + (key.empty() ? "" : ", " + key) + ": " + num(s.y.back()) + " ms");
       }
       size_t i = 0;
-      for (auto& [_, s] : lines) {
+      for (auto& entry : lines) {
+        const Series& s = entry.second;  // a structured binding cannot be captured in C++17
         std::vector<size_t> order(s.x.size());
         for (size_t k = 0; k < order.size(); ++k) order[k] = k;
         std::sort(order.begin(), order.end(), [&](size_t a, size_t c) { return s.x[a] < s.x[c]; });

@@ -300,6 +300,7 @@ struct Running {
   pid_t pid = 0;
   const Point* point = nullptr;
   std::chrono::steady_clock::time_point start;
+  bool timed_out = false;  // killed for running past --timeout
 };
 
 fs::path point_dir(const fs::path& root, const Point& p) { return root / "points" / (std::to_string(p.index) + "-" + p.id); }
@@ -308,6 +309,7 @@ pid_t spawn(const Options& opt, const Point& p, const fs::path& dir) {
   std::vector<std::string> args = {opt.self_exe, "run", "-q", "--config", p.config, "--trace", p.trace, "--out", dir.string()};
   for (const auto& x : p.sets) args.insert(args.end(), {"--set", x});
   for (const auto& x : p.trace_sets) args.insert(args.end(), {"--trace-set", x});
+  for (const auto& x : opt.limits) args.insert(args.end(), {"--limit", x});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -325,8 +327,14 @@ pid_t spawn(const Options& opt, const Point& p, const fs::path& dir) {
 }
 
 // The row of a finished point: its report's headline figures, or its error.
-Row finish(const Point& p, int status, const fs::path& dir, const fs::path& out_root) {
+Row finish(const Point& p, int status, const fs::path& dir, const fs::path& out_root, double timed_out_after) {
   Row r = Row::start(p, fs::relative(dir, out_root).string());
+  if (timed_out_after > 0) {
+    std::ostringstream os;
+    os << "timed out: still running after " << timed_out_after << " s of wall time (--timeout)";
+    r.set_failed(os.str());
+    return r;
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     try {
       r.add_report(YAML::LoadFile((dir / "report.json").string()));
@@ -450,11 +458,16 @@ int run(const Spec& spec, const std::vector<Point>& points, const Options& opt, 
       int status = 0;
       const pid_t r = waitpid(running[i].pid, &status, WNOHANG);
       if (r == 0) {
+        const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - running[i].start).count();
+        if (opt.timeout_s > 0 && el > opt.timeout_s && !running[i].timed_out) {
+          kill(running[i].pid, SIGKILL);
+          running[i].timed_out = true;
+        }
         ++i;
         continue;
       }
       const Point& p = *running[i].point;
-      Row row = finish(p, status, point_dir(root, p), root);
+      Row row = finish(p, status, point_dir(root, p), root, running[i].timed_out ? opt.timeout_s : 0);
       running.erase(running.begin() + static_cast<long>(i));
       progressed = true;
 #ifdef XPUSIM_WITH_MPI

@@ -55,6 +55,8 @@ struct Options {
   bool retry_failed = false;
   bool progress_bar = false;  // a terminal: one redrawn line; otherwise a line per point
   std::string self_exe;       // the xpusim binary that runs each point
+  std::vector<std::string> limits;  // --limit NAME=VALUE, passed to every point
+  double timeout_s = 0;             // wall time a point may take; 0: no bound
 };
 
 // Returns the exit status: 0 when every point ran (failed points included), 130 when

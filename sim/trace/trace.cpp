@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "sim/config/config_loader.h"
+#include "sim/config/limits.h"
 #include "sim/config/units.h"
 #include "sim/config/yaml_util.h"
 
@@ -189,6 +191,75 @@ void parse_devices(const Ctx& cx, const YAML::Node& n, const std::string& key, O
   }
 }
 
+// What an op waits for: its deps, and on each GPU it runs on the op before it in its stream (as
+// the engine launches them). An op on every GPU of the system is taken to run on every GPU the
+// trace names.
+std::vector<std::vector<std::pair<size_t, bool>>> waits_for(const Trace& t) {
+  std::set<int> named{0};
+  for (const Op& o : t.ops)
+    if (!o.all_devices) named.insert(o.devices.begin(), o.devices.end());
+  std::vector<std::vector<std::pair<size_t, bool>>> preds(t.ops.size());  // (op, by stream order)
+  std::map<std::pair<int, int>, size_t> last;
+  for (size_t i = 0; i < t.ops.size(); ++i) {
+    const Op& o = t.ops[i];
+    for (size_t d : o.deps) preds[i].push_back({d, false});
+    for (int dev : o.all_devices ? std::vector<int>(named.begin(), named.end()) : o.devices) {
+      auto [it, fresh] = last.try_emplace({dev, o.stream}, i);
+      if (!fresh) {
+        preds[i].push_back({it->second, true});
+        it->second = i;
+      }
+    }
+  }
+  return preds;
+}
+
+// Depth-first over what each op waits for, without recursion (traces run to millions of ops).
+void check_cycles(const Trace& t) {
+  const auto preds = waits_for(t);
+  const size_t n = t.ops.size();
+  enum : char { kNew, kOpen, kDone };
+  std::vector<char> state(n, kNew);
+  std::vector<size_t> parent(n, n);
+  std::vector<bool> by_stream(n, false);  // parent waits for this op by stream order
+  std::vector<std::pair<size_t, size_t>> stack;  // (op, next edge)
+  for (size_t root = 0; root < n; ++root) {
+    if (state[root] != kNew) continue;
+    stack.push_back({root, 0});
+    state[root] = kOpen;
+    while (!stack.empty()) {
+      auto& [u, e] = stack.back();
+      if (e == preds[u].size()) {
+        state[u] = kDone;
+        stack.pop_back();
+        continue;
+      }
+      const auto [v, stream] = preds[u][e++];
+      if (state[v] == kNew) {
+        state[v] = kOpen;
+        parent[v] = u;
+        by_stream[v] = stream;
+        stack.push_back({v, 0});
+      } else if (state[v] == kOpen) {
+        // v ... u are open on the stack: v waits (through them) for u, and u waits for v.
+        std::vector<std::string> ring{t.ops[v].name};
+        std::vector<size_t> chain;
+        for (size_t x = u; x != v; x = parent[x]) chain.push_back(x);
+        std::reverse(chain.begin(), chain.end());
+        for (size_t x : chain) ring.push_back((by_stream[x] ? "(stream order) " : "") + t.ops[x].name);
+        ring.push_back((stream ? "(stream order) " : "") + t.ops[v].name);
+        std::string text;
+        const size_t shown = std::min<size_t>(ring.size(), 12);
+        for (size_t i = 0; i < shown; ++i) text += (i ? " -> " : "") + ring[i];
+        if (shown < ring.size()) text += " -> ... (" + std::to_string(ring.size() - 1) + " ops)";
+        fail(t.ops[v].loc, "deps",
+             "dependency cycle: " + text + " (each op waits for the next; ops on one GPU's stream also wait for "
+             "the op before them in the trace), so the trace could never finish");
+      }
+    }
+  }
+}
+
 class Parser {
  public:
   explicit Parser(Trace& t) : t_(t) {}
@@ -228,9 +299,17 @@ class Parser {
     for (int64_t i = 0; i < count; ++i) {
       std::map<std::string, size_t> inner = scope;  // outer names stay visible
       const std::string p = prefix + name + "[" + std::to_string(i) + "].";
+      pending_.emplace_back();
       for (size_t j = 0; j < ops.size(); ++j)
         node(cx, ops[j], p, inner, path + ".ops[" + std::to_string(j) + "]");
-      if (t_.ops.size() > kMaxOps) fail(cx.at(n), path, "trace expands to more than " + std::to_string(kMaxOps) + " ops");
+      // Names the iteration's later ops answer; the rest may be outer ops further on.
+      std::vector<Pending> open = std::move(pending_.back());
+      pending_.pop_back();
+      for (Pending& d : open) {
+        auto it = inner.find(d.name);
+        if (it != inner.end()) t_.ops[d.op].deps.push_back(it->second);
+        else pending_.back().push_back(std::move(d));
+      }
     }
   }
 
@@ -420,36 +499,89 @@ class Parser {
       for (size_t i = 0; i < deps.size(); ++i) {
         if (!deps[i].IsScalar()) fail(cx.at(deps[i]), path + ".deps", "expected an op name");
         const std::string d = deps[i].Scalar();
+        // The nearest earlier op of that name; otherwise a later one, settled at the end of the
+        // repeat iteration (or the trace) when every name is known.
         auto it = scope.find(d);
-        if (it == scope.end()) {
-          auto g = names_.find(d);
-          if (g == names_.end()) {
-            std::vector<std::string> known;
-            for (const auto& [k, _] : scope) known.push_back(k);
-            const std::string hint = config::closest_match(d, known);
-            fail(cx.at(deps[i]), path + ".deps", "no earlier op named '" + d + "' (an op may depend only on ops before it)" +
-                                                     (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
-          }
-          o.deps.push_back(g->second);
-        } else {
-          o.deps.push_back(it->second);
-        }
+        auto g = names_.find(d);
+        if (it != scope.end()) o.deps.push_back(it->second);
+        else if (g != names_.end()) o.deps.push_back(g->second);
+        else pending_.back().push_back({t_.ops.size(), d, cx.at(deps[i]), path + ".deps"});
       }
     }
     const size_t index = t_.ops.size();
+    check_size(o.loc, path);
     names_[o.name] = index;
     scope[short_name] = index;
     t_.ops.push_back(std::move(o));
   }
 
-  static constexpr size_t kMaxOps = 10'000'000;
+ public:
+  // Settles the dependencies on ops that came later, then refuses a trace whose dependencies
+  // (with the order of each GPU's streams) form a cycle: it could never finish.
+  void finish(const std::map<std::string, size_t>& scope) {
+    for (const Pending& d : pending_.back()) {
+      auto it = scope.find(d.name);
+      auto g = names_.find(d.name);
+      if (it != scope.end()) t_.ops[d.op].deps.push_back(it->second);
+      else if (g != names_.end()) t_.ops[d.op].deps.push_back(g->second);
+      else {
+        std::vector<std::string> known;
+        for (const auto& [k, _] : scope) known.push_back(k);
+        const std::string hint = config::closest_match(d.name, known);
+        fail(d.loc, d.path, "no op named '" + d.name + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?"));
+      }
+    }
+    pending_.back().clear();
+    for (Op& o : t_.ops) {
+      std::sort(o.deps.begin(), o.deps.end());
+      o.deps.erase(std::unique(o.deps.begin(), o.deps.end()), o.deps.end());
+    }
+    check_cycles(t_);
+  }
+
+ private:
+  // Refuses the op past the ops limit, or when the trace and the simulation's state for it
+  // would take more than the host has (checked as the op list grows).
+  void check_size(const SourceLoc& at, const std::string& path) {
+    const limits::Limits& lim = limits::current();
+    const size_t count = t_.ops.size() + 1;
+    if (count > static_cast<size_t>(lim.ops))
+      fail(at, path, "the trace has more than " + std::to_string(lim.ops) + " ops" + limits::raise_hint("ops"));
+    if (count % 65536 != 0) return;
+    if (available_ == 0) available_ = static_cast<double>(limits::host_available_bytes());
+    const double need = static_cast<double>(count) * kBytesPerOp;
+    if (available_ > 0 && need > lim.memory_share * available_)
+      fail(at, path, "the trace has " + std::to_string(count) + " ops so far, which would take " +
+                         units::format(need, units::Dim::Size) + " to simulate, more than " +
+                         std::to_string(static_cast<int>(lim.memory_share * 100)) + "% of the " +
+                         units::format(available_, units::Dim::Size) + " this host has available" +
+                         limits::raise_hint("memory_share"));
+  }
+
+  // Memory a run takes per op (the op, its lowered kernel, results, counters, report), as
+  // measured: 3.2 GB peak for a 200 000-op trace of small elementwise ops on h100-sxm
+  // (docs/reliability.md).
+  static constexpr double kBytesPerOp = 16000;
+
+  struct Pending {
+    size_t op;  // the op that waits
+    std::string name;
+    SourceLoc loc;
+    std::string path;
+  };
+
   Trace& t_;
   std::map<std::string, size_t> names_;
+  std::vector<std::vector<Pending>> pending_{1};
+  double available_ = 0;  // host memory available, read when first needed  // per open repeat iteration, the trace's at the bottom
 };
 
 void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
   const std::vector<std::string> keys = jsonl ? std::vector<std::string>{"xpusim_trace", "name", "description", "tokens"}
                                               : std::vector<std::string>{"xpusim_trace", "name", "description", "tokens", "ops"};
+  const YAML::Node v = root["xpusim_trace"];
+  if (!v && jsonl && root["kind"])
+    fail(cx.at(root), "", "the first line must be the header {\"xpusim_trace\": 1}, and this line is an op");
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
@@ -457,7 +589,6 @@ void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
       fail(cx.at(kv.first), key, "unknown top-level key in a trace" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
     }
   }
-  const YAML::Node v = root["xpusim_trace"];
   if (!v) fail(cx.at(root), "", "not an xpusim trace: the header needs 'xpusim_trace: 1'");
   if (!v.IsScalar() || v.Scalar() != "1")
     fail(cx.at(v), "xpusim_trace", "unsupported trace format version '" + (v.IsScalar() ? v.Scalar() : std::string("?")) + "' (this build reads 1)");
@@ -637,6 +768,22 @@ std::string Op::shape_text() const {
   }
 }
 
+constexpr size_t kMaxLine = size_t{1} << 20;  // a JSON Lines record: one op, never megabytes
+
+// std::getline, but reads no more than kMaxLine + 1 bytes of a line (a file with no newline
+// would otherwise be read whole into memory).
+bool read_line(std::istream& in, std::string& line) {
+  line.clear();
+  std::streambuf* sb = in.rdbuf();
+  bool any = false;
+  for (int c; (c = sb->sbumpc()) != std::char_traits<char>::eof();) {
+    any = true;
+    if (c == '\n') return true;
+    if (line.size() <= kMaxLine) line.push_back(static_cast<char>(c));
+  }
+  return any;
+}
+
 Trace load_trace(const std::string& path) {
   Trace t;
   t.file = path;
@@ -652,16 +799,21 @@ Trace load_trace(const std::string& path) {
     Parser p(t);
     std::map<std::string, size_t> scope;
     for (size_t i = 0; i < ops.size(); ++i) p.node(cx, ops[i], "", scope, "ops[" + std::to_string(i) + "]");
+    p.finish(scope);
   } else {
-    std::ifstream in(path);
+    check_input_file(path, false);
+    std::ifstream in(path, std::ios::binary);
     if (!in) throw UserError(path + ": cannot open file");
     std::string line;
     int lineno = 0;
     bool header = false;
     Parser p(t);
     std::map<std::string, size_t> scope;
-    while (std::getline(in, line)) {
+    while (read_line(in, line)) {
+      if (lineno == std::numeric_limits<int>::max()) throw UserError(path + ": more lines than a trace may have");
       ++lineno;
+      if (line.size() > kMaxLine)
+        fail(SourceLoc{path, lineno, 1}, "", "line is longer than " + std::to_string(kMaxLine) + " bytes (one op per line)");
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       Ctx cx{path, lineno - 1};
       const YAML::Node rec = load_yaml_string(line, path, lineno - 1);
@@ -674,6 +826,7 @@ Trace load_trace(const std::string& path) {
       p.node(cx, rec, "", scope, "line " + std::to_string(lineno));
     }
     if (!header) throw UserError(path + ": file is empty (expected a header line {\"xpusim_trace\": 1})");
+    p.finish(scope);
   }
   if (t.ops.empty()) throw UserError(path + ": trace has no ops");
   if (t.name.empty()) t.name = std::filesystem::path(path).stem().string();

@@ -136,6 +136,34 @@ class Sweep(unittest.TestCase):
         self.assertIn("on each of 2 MPI ranks", r.stdout)
         self.assertEqual(read(os.path.join(out, "results.csv")), read(os.path.join(self.full, "results.csv")))
 
+    def test_parallelism_does_not_change_a_byte(self):
+        # One point at a time against two (setUpClass): the same results and the same
+        # report.json in every point's folder.
+        out = os.path.join(self.tmp, "serial")
+        sweep(self.spec, "-o", out, "-j", "1")
+        for name in ("results.jsonl", "results.csv"):
+            self.assertEqual(read(os.path.join(out, name)), read(os.path.join(self.full, name)), name)
+        points = sorted(os.listdir(os.path.join(self.full, "points")))
+        self.assertEqual(points, sorted(os.listdir(os.path.join(out, "points"))))
+        compared = 0
+        for p in points:
+            a = os.path.join(self.full, "points", p, "report.json")
+            if os.path.exists(a):
+                self.assertEqual(read(a), read(os.path.join(out, "points", p, "report.json")), p)
+                compared += 1
+        self.assertGreater(compared, 3)
+
+    def test_timeout_records_the_point_as_failed_and_goes_on(self):
+        out = os.path.join(self.tmp, "timeout")
+        r = sweep(self.spec, "-o", out, "-j", "2", "--timeout", "0.000001")
+        self.assertIn("failed", r.stdout)
+        rows = [json.loads(x) for x in read(os.path.join(out, "results.jsonl")).splitlines()]
+        self.assertEqual(len(rows), len(read(os.path.join(self.full, "results.jsonl")).splitlines()))
+        self.assertTrue(all("timed out" in x.get("error", "") for x in rows), rows)
+        bad = sweep(self.spec, "-o", os.path.join(self.tmp, "t2"), "--timeout", "-1", check=False)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("--timeout must be a positive number", bad.stderr)
+
     def test_html_reports_have_their_charts(self):
         html = read(os.path.join(self.full, "sweep.html"))
         for chart in ["axis-sm.count-gemm-2k", "axis-trace.dtype-gemm-2k", "pareto-gemm-2k"]:

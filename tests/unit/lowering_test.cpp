@@ -33,7 +33,7 @@ Totals walk(const KernelProgram& p) {
     };
     p.prologue(c, w);
     add(w);
-    for (uint32_t s = 0; s < p.steps(c); ++s) {
+    for (uint64_t s = 0; s < p.steps(c); ++s) {
       w.clear();
       p.step(c, s, w);
       add(w);

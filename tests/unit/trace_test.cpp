@@ -77,9 +77,10 @@ TEST_CASE("trace errors name file, line, column and key", "[trace][errors]") {
   CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: 8, dtype: fp7}\n"), Catch::Contains("unknown number format 'fp7'"));
   CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gem, m: 64}\n"), Catch::Contains("unknown op kind 'gem'") && Catch::Contains("did you mean 'gemm'"));
   CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: 8, kk: 3}\n"), Catch::Contains("key 'ops[0].kk': unknown key for a gemm op"));
-  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: 8, deps: [nothere]}\n"), Catch::Contains("no earlier op named 'nothere'"));
+  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: 8, deps: [nothere]}\n"), Catch::Contains(":4:54: key 'ops[0].deps': no op named 'nothere'"));
+  // A later op on the same stream: g waits for h, which waits for g by stream order.
   CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: 8, deps: [h]}\n  - {name: h, kind: gemm, m: 64, n: 64, k: 8}\n"),
-             Catch::Contains("no earlier op named 'h'"));
+             Catch::Contains(":4:5: key 'deps': dependency cycle: g -> h -> (stream order) g"));
   CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 64, n: 64, k: 8}\n  - {name: g, kind: gemm, m: 64, n: 64, k: 8}\n"), Catch::Contains("duplicate op name 'g'"));
   CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 4294967296, n: 4294967296, k: 8}\n"), Catch::Contains("more than 2^50"));
   CHECK_THAT(trace_error(kHead + "  - {name: s, kind: softmax, shape: []}\n"), Catch::Contains("expected a list of 1 to 8 positive dimensions"));
@@ -147,4 +148,32 @@ TEST_CASE("weight-only formats: weights narrower than the math, with block scale
   CHECK_THAT(err("{name: g, kind: gemm, m: 8, n: 8, k: 8, weight_dtype: int4, weight_group: -1}"),
              Catch::Contains("ops[0].weight_group"));
   CHECK_THAT(err("{name: e, kind: elementwise, shape: [8], weight_dtype: int4}"), Catch::Contains("weight_dtype"));
+}
+
+TEST_CASE("deps may name later ops; cycles through deps and stream order are refused at load", "[trace][deps]") {
+  // Forward references on other streams are fine, and resolve in a repeat block's iteration.
+  const auto t = trace::load_trace(temp_file(kHead +
+                                             "  - {name: a, kind: gemm, m: 64, n: 64, k: 64, deps: [b]}\n"
+                                             "  - {name: b, kind: softmax, shape: [64, 64], stream: 1}\n"
+                                             "  - repeat: 2\n    name: l\n    ops:\n"
+                                             "      - {name: x, kind: gemm, m: 64, n: 64, k: 64, deps: [y], stream: 2}\n"
+                                             "      - {name: y, kind: softmax, shape: [64, 64], stream: 3}\n"));
+  REQUIRE(t.ops.size() == 6);
+  CHECK(t.ops[0].deps == std::vector<size_t>{1});
+  CHECK(t.ops[2].deps == std::vector<size_t>{3});  // l[0].x waits for l[0].y
+  CHECK(t.ops[4].deps == std::vector<size_t>{5});  // l[1].x waits for l[1].y
+  // An op on its own; a three-op ring over three streams; a ring through another GPU's stream.
+  CHECK_THAT(trace_error(kHead + "  - {name: a, kind: gemm, m: 64, n: 64, k: 64, deps: [a]}\n"), Catch::Contains("dependency cycle: a -> a"));
+  CHECK_THAT(trace_error(kHead + "  - {name: a, kind: gemm, m: 64, n: 64, k: 64, deps: [c]}\n"
+                                 "  - {name: b, kind: gemm, m: 64, n: 64, k: 64, deps: [a], stream: 1}\n"
+                                 "  - {name: c, kind: gemm, m: 64, n: 64, k: 64, deps: [b], stream: 2}\n"),
+             Catch::Contains("dependency cycle: a -> c -> b -> a"));
+  CHECK_THAT(trace_error(kHead + "  - {name: a, kind: gemm, m: 64, n: 64, k: 64, device: 1, deps: [c]}\n"
+                                 "  - {name: b, kind: gemm, m: 64, n: 64, k: 64, device: 1}\n"
+                                 "  - {name: c, kind: gemm, m: 64, n: 64, k: 64, device: 0, deps: [b]}\n"),
+             Catch::Contains("dependency cycle: a -> c -> b -> (stream order) a"));
+  // JSON Lines too, naming the line.
+  CHECK_THAT(trace_error("{\"xpusim_trace\": 1}\n{\"name\": \"a\", \"kind\": \"gemm\", \"m\": 8, \"n\": 8, \"k\": 8, \"deps\": [\"b\"]}\n"
+                         "{\"name\": \"b\", \"kind\": \"gemm\", \"m\": 8, \"n\": 8, \"k\": 8}\n", ".jsonl"),
+             Catch::Matches(".*\\.jsonl:2:1: key 'deps': dependency cycle: a -> b -> \\(stream order\\) a.*"));
 }

@@ -1,0 +1,107 @@
+// The watchdog and the limits: a run that cannot finish stops with the stuck ops named, and
+// absurd inputs are refused with the limit to raise.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "helpers.h"
+#include "sim/config/config_loader.h"
+#include "sim/config/limits.h"
+#include "sim/engine/simulate.h"
+#include "sim/trace/trace.h"
+
+using xpusim::testing::error_of;
+using xpusim::testing::source_path;
+using xpusim::testing::temp_file;
+
+namespace {
+
+const std::string kH100 = source_path("configs/h100-sxm.yaml");
+const std::string kChain =
+    "xpusim_trace: 1\nops:\n"
+    "  - {name: a, kind: gemm, m: 1024, n: 1024, k: 1024}\n"
+    "  - {name: b, kind: softmax, shape: [1024, 1024], deps: [a]}\n"
+    "  - {name: c, kind: gemm, m: 1024, n: 1024, k: 1024, stream: 1}\n";
+
+// The stall's message, or "" when the run finishes; the simulation runs in a child process.
+std::string stall_of(const std::string& trace_text, const char* fault) {
+  const auto cfg = xpusim::config::load_config(kH100);
+  const auto tr = xpusim::trace::load_trace(temp_file(trace_text));
+  if (fault) setenv("XPUSIM_FAULT", fault, 1);
+  std::string what;
+  try {
+    xpusim::engine::simulate_isolated(cfg, tr);
+  } catch (const xpusim::StallError& e) {
+    what = e.what();
+  }
+  unsetenv("XPUSIM_FAULT");
+  return what;
+}
+
+struct LimitsGuard {  // every test leaves the defaults in force
+  ~LimitsGuard() { xpusim::limits::current() = xpusim::limits::Limits{}; }
+};
+
+}  // namespace
+
+TEST_CASE("a lost CTA completion stops the run, naming the stuck op, its module and its waiters", "[sim][watchdog]") {
+  CHECK(stall_of(kChain, nullptr).empty());
+  const std::string e = stall_of(kChain, "lose-cta:a");
+  CHECK_THAT(e, Catch::Contains("simulation stalled: no CTA and no op finished in 60 s of simulated time"));
+  CHECK_THAT(e, Catch::Contains("2 of 3 ops unfinished"));  // c, on its own stream, finished
+  // The lost completion leaves one CTA in flight for ever; every other CTA finished.
+  CHECK_THAT(e, Catch::Matches("(.|\n)*'a' \\([^)]*:3:5\\): running on gpu.dispatcher: [0-9]+ of [0-9]+ CTAs finished, "
+                               "1 in flight on SMs, 0 not yet placed(.|\n)*"));
+  CHECK_THAT(e, Catch::Contains("'b' (") && Catch::Contains("waits for 'a'"));
+  CHECK_THAT(e, !Catch::Contains("'c' ("));
+}
+
+TEST_CASE("limits refuse absurd inputs and name the flag that raises them", "[limits]") {
+  LimitsGuard guard;
+  const auto cfg = xpusim::config::load_config(kH100);
+  const auto big = xpusim::trace::load_trace(temp_file("xpusim_trace: 1\nops:\n  - {name: g, kind: gemm, m: 8192, n: 8192, k: 8192}\n"));
+  xpusim::engine::lower_all(cfg, big);  // 264 192 steps: inside the default
+  xpusim::limits::set("cta_steps=100000");
+  CHECK_THAT(error_of([&] { xpusim::engine::lower_all(cfg, big); }),
+             Catch::Contains("op 'g': brings the run to 264192 simulated CTA steps") && Catch::Contains("--limit cta_steps=N"));
+
+  xpusim::limits::set("ops=3");
+  const std::string four = "xpusim_trace: 1\nops:\n  - repeat: 4\n    ops: [{name: e, kind: elementwise, shape: [64]}]\n";
+  CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(four)); }),
+             Catch::Contains("the trace has more than 3 ops") && Catch::Contains("--limit ops=N"));
+  xpusim::limits::set("ops=4");
+  CHECK(xpusim::trace::load_trace(temp_file(four)).ops.size() == 4);
+
+  xpusim::limits::set("file_bytes=64");
+  CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(four)); }),
+             Catch::Contains("is more than a YAML file may hold") && Catch::Contains("--limit file_bytes=N"));
+  xpusim::limits::current() = xpusim::limits::Limits{};
+
+  // 65 536 ops at ~16 kB each to simulate is about 1 GB: more than 1% of any host's memory.
+  xpusim::limits::set("memory_share=0.01");
+  std::string jsonl = "{\"xpusim_trace\": 1}\n";
+  for (int i = 0; i < 65536; ++i) jsonl += "{\"kind\": \"elementwise\", \"shape\": [64]}\n";
+  CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(jsonl, ".jsonl")); }),
+             Catch::Contains("this host has available") && Catch::Contains("--limit memory_share=N"));
+}
+
+TEST_CASE("limit values are checked (--limit)", "[limits]") {
+  LimitsGuard guard;
+  CHECK_THAT(error_of([] { xpusim::limits::set("opz=5"); }), Catch::Contains("unknown limit 'opz' (did you mean 'ops'?)"));
+  CHECK_THAT(error_of([] { xpusim::limits::set("ops"); }), Catch::Contains("expected NAME=VALUE"));
+  CHECK_THAT(error_of([] { xpusim::limits::set("ops=-5"); }), Catch::Contains("takes a whole number in [1,"));
+  CHECK_THAT(error_of([] { xpusim::limits::set("ops=2.5"); }), Catch::Contains("takes a whole number"));
+  CHECK_THAT(error_of([] { xpusim::limits::set("stall_s=abc"); }), Catch::Contains("'abc' is not a number"));
+  CHECK_THAT(error_of([] { xpusim::limits::set("memory_share=2"); }), Catch::Contains("in [0.01, 1]"));
+  xpusim::limits::set("ops=2e7");
+  CHECK(xpusim::limits::current().ops == 20000000);
+}
+
+TEST_CASE("inputs that are not regular files are refused, never read forever", "[limits]") {
+  CHECK_THAT(error_of([] { xpusim::trace::load_trace("/dev/zero"); }), Catch::Contains("/dev/zero: not a regular file"));
+  CHECK_THAT(error_of([] { xpusim::config::load_config(temp_file("extends: /dev/zero\n")); }),
+             Catch::Contains(":1:10: key 'extends': '/dev/zero' is not a regular file"));
+  CHECK_THAT(error_of([] { xpusim::trace::load_trace(temp_file("{\"xpusim_trace\": 1}\n" + std::string(2 << 20, ' ') + "x\n", ".jsonl")); }),
+             Catch::Contains(".jsonl:2:1: line is longer than 1048576 bytes"));
+}
