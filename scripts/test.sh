@@ -22,13 +22,13 @@ fast() {
   (cd build && ctest --output-on-failure -j"$(nproc)")
 }
 
-# ASan + UBSan (a report fails the test: -fno-sanitize-recover). Leak checking is off: SystemC
-# keeps its kernel's objects until exit by design. The tests that drive the binary through
+# ASan + UBSan (a report fails the test: -fno-sanitize-recover), LeakSanitizer on. The tests
+# that drive the binary through
 # Python scripts and Chromium are the same code paths as the CLI tests, only slower under ASan,
 # and are left to the fast tier.
 sanitize() {
   BUILD_DIR=build-asan ./scripts/build.sh -DXPUSIM_SANITIZE=ON -DXPUSIM_BUILD_TESTS=ON
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j"$(nproc)" -E '^(scripts\.|trace_gen\.|import\.run|system\.run)')
 }
 

@@ -120,7 +120,7 @@ std::vector<std::string> sets(const po::variables_map& vm) {
   return vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
 }
 
-int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::ostream& out) {
+int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description d("xpusim run: simulate a trace on a hardware config\n\nusage: xpusim run --config FILE --trace FILE [options]\n\noptions");
   d.add_options()("help,h", "show this help")
       ("config,c", po::value<std::string>(), "hardware description (YAML), e.g. configs/h100-sxm.yaml")
@@ -156,6 +156,10 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
 
   engine::SimResult result;
   engine::simulate(cfg, tr, result);
+  if (!result.stall.empty()) {
+    err << "error: " << result.stall << "\n";
+    return 3;
+  }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const report::Report rep = report::build(cfg, tr, result);
   io::write_atomically(dir / "report.json", report::to_json(rep));
@@ -413,7 +417,7 @@ int main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     }
     const std::string cmd = args[0];
     const std::vector<std::string> rest(args.begin() + 1, args.end());
-    if (cmd == "run") return cmd_run(cmd, rest, out);
+    if (cmd == "run") return cmd_run(cmd, rest, out, err);
     if (cmd == "check") return cmd_check(cmd, rest, out);
     if (cmd == "describe") return cmd_describe(cmd, rest, out);
     if (cmd == "sweep") return cmd_sweep(cmd, rest, out);
@@ -429,9 +433,6 @@ int main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   } catch (const UserError& e) {
     err << "error: " << e.what() << "\n";
     return 1;
-  } catch (const StallError& e) {
-    err << "error: " << e.what() << "\n";
-    return 3;
   } catch (const std::exception& e) {
     err << "internal error (please report): " << e.what() << "\n";
     return 3;

@@ -52,7 +52,9 @@ void flatten(const YAML::Node& map, const std::string& prefix, const std::string
 }
 
 LeafMap load_file(const std::string& path, std::vector<std::string>& chain) {
-  const std::string canonical = fs::weakly_canonical(path).string();
+  std::error_code ec;
+  std::string canonical = fs::weakly_canonical(path, ec).string();
+  if (ec) canonical = path;
   if (std::find(chain.begin(), chain.end(), canonical) != chain.end())
     throw UserError(path + ": 'extends' forms a cycle through this file");
   chain.push_back(canonical);
@@ -68,8 +70,8 @@ LeafMap load_file(const std::string& path, std::vector<std::string>& chain) {
     for (const auto& p : parents) {
       if (!p.IsScalar()) fail(yaml_loc(path, p), "extends", "must be a file name");
       const fs::path parent = fs::path(path).parent_path() / p.Scalar();
-      if (!fs::exists(parent)) fail(yaml_loc(path, p), "extends", "file '" + parent.string() + "' does not exist");
-      if (!fs::is_regular_file(parent)) fail(yaml_loc(path, p), "extends", "'" + parent.string() + "' is not a regular file");
+      const std::string problem = file_problem(parent.string());
+      if (!problem.empty()) fail(yaml_loc(path, p), "extends", "file '" + parent.string() + "' " + problem);
       for (auto& [k, leaf] : load_file(parent.string(), chain)) merged[k] = leaf;  // later parents win
     }
   }
@@ -229,7 +231,8 @@ namespace {
 void load_table(LoadedConfig& cfg) {
   if (!has_energy_table(cfg)) return;
   const std::string path = energy_table_path(cfg);
-  if (!std::filesystem::exists(path)) fail_at_key(cfg, "energy.table", "energy table '" + path + "' does not exist");
+  const std::string problem = file_problem(path);
+  if (!problem.empty()) fail_at_key(cfg, "energy.table", "energy table '" + path + "' " + problem);
   auto t = std::make_shared<const energy::Table>(load_energy_table(path));  // its own errors name the table's file
   if (t->kind != cfg.chip.kind)
     fail_at_key(cfg, "energy.table", "'" + path + "' is an energy table for another kind of chip (its 'kind' must be " + cfg.chip.kind + ")");
@@ -309,7 +312,8 @@ void resolve_failed_links(LoadedConfig& cfg) {
 }  // namespace
 
 LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  if (!fs::exists(path)) throw UserError(path + ": config file does not exist");
+  const std::string problem = file_problem(path);
+  if (!problem.empty()) throw UserError(path + ": config file " + problem);
   std::vector<std::string> chain;
   LeafMap leaves = load_file(path, chain);
 

@@ -30,7 +30,7 @@ double quantity(const std::string& file, const YAML::Node& n, const std::string&
 
 energy::Table load(const std::string& path, int depth) {
   if (depth > 8) throw UserError(path + ": 'base' tables nest more than 8 deep (a cycle?)");
-  if (!fs::exists(path)) throw UserError(path + ": energy table does not exist");
+  if (const std::string problem = file_problem(path); !problem.empty()) throw UserError(path + ": energy table " + problem);
   const YAML::Node root = load_yaml_file(path);
   if (!root.IsMap()) fail(yaml_loc(path, root), "", "an energy table must be a mapping");
   const std::set<std::string> keys = {"node", "kind", "description", "base", "dynamic_scale", "nominal_voltage",

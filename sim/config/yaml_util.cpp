@@ -1,5 +1,7 @@
 #include "sim/config/yaml_util.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,7 +12,44 @@
 
 namespace xpusim {
 
+namespace {
+
+// Where `text` stops being UTF-8 (YAML and JSON are Unicode; names from it end up in JSON and
+// HTML reports), or npos.
+size_t invalid_utf8_at(const std::string& text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    size_t len = 0;
+    unsigned min = 0, cp = 0;
+    if (c < 0x80) { ++i; continue; }
+    if ((c & 0xE0) == 0xC0) len = 2, min = 0x80, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0) len = 3, min = 0x800, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0) len = 4, min = 0x10000, cp = c & 0x07;
+    else return i;
+    if (i + len > n) return i;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;  // overlong, beyond Unicode, surrogate
+    i += len;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
 YAML::Node load_yaml_string(const std::string& text, const std::string& name, int line_offset) {
+  if (const size_t bad = invalid_utf8_at(text); bad != std::string::npos) {
+    const size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const long line = 1 + line_offset + std::count(text.begin(), text.begin() + static_cast<long>(bad), '\n');
+    const size_t col = bad - (line_start == std::string::npos || bad == 0 ? 0 : line_start + 1) + 1;
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
+    throw UserError(name + ":" + std::to_string(line) + ":" + std::to_string(col) + ": not UTF-8 text (byte " + byte + ")");
+  }
   try {
     return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
@@ -19,13 +58,21 @@ YAML::Node load_yaml_string(const std::string& text, const std::string& name, in
   }
 }
 
-void check_input_file(const std::string& path, bool whole) {
+std::string file_problem(const std::string& path) {
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
-  if (std::filesystem::is_directory(st)) throw UserError(path + ": is a directory, not a file");
-  if (!std::filesystem::exists(st)) throw UserError(path + ": no such file");
+  if (std::filesystem::is_directory(st)) return "is a directory, not a file";
+  if (ec && ec != std::errc::no_such_file_or_directory) return ec.message();  // e.g. a name too long
+  if (!std::filesystem::exists(st)) return "does not exist";
   // A device or a pipe (/dev/zero, /dev/stdin) could be endless, or never end.
-  if (!std::filesystem::is_regular_file(st)) throw UserError(path + ": not a regular file");
+  if (!std::filesystem::is_regular_file(st)) return "is not a regular file";
+  return "";
+}
+
+void check_input_file(const std::string& path, bool whole) {
+  const std::string problem = file_problem(path);
+  if (!problem.empty()) throw UserError(path + ": " + problem);
+  std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   const int64_t limit = limits::current().file_bytes;
   if (whole && !ec && size > static_cast<uintmax_t>(limit))

@@ -16,6 +16,10 @@ inline SourceLoc yaml_loc(const std::string& file, const YAML::Node& n) {
   return SourceLoc{file, m.line + 1, m.column + 1};
 }
 
+// What keeps `path` from being read as an input file ("does not exist", "is a directory", "is not
+// a regular file", or the system's reason), or "" when it is a regular file.
+std::string file_problem(const std::string& path);
+
 // Refuses what is not a regular file (a folder, a device, a pipe) and, when the whole file is
 // read at once (`whole`), one larger than the file_bytes limit; UserErrors name the file.
 void check_input_file(const std::string& path, bool whole);

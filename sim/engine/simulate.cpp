@@ -252,7 +252,10 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
                         g.collectives, window);
   sc_core::sc_start();
   driver.check_finished();
-  if (!driver.stall().empty()) throw StallError(driver.stall());
+  if (!driver.stall().empty()) {
+    out.stall = driver.stall();
+    return;
+  }
   const double end = sc_core::sc_time_stamp().to_seconds();
   for (auto& sys : systems) sys->finalize(end);
   for (size_t i = 0; i < n; ++i) {
@@ -283,12 +286,14 @@ std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trac
     try {
       SimResult r;
       simulate(cfg, t, r);
-      payload = report::to_json(cfg, t, r);
+      if (!r.stall.empty()) {
+        status = 'S';
+        payload = r.stall;
+      } else {
+        payload = report::to_json(cfg, t, r);
+      }
     } catch (const UserError& e) {
       status = 'U';
-      payload = e.what();
-    } catch (const StallError& e) {
-      status = 'S';
       payload = e.what();
     } catch (const std::exception& e) {
       status = 'E';

@@ -35,6 +35,10 @@ struct SimResult {
   int gpus = 1;                      // GPUs in the system
   std::vector<int> simulated_gpus;   // GPUs whose SMs and memory were simulated
   bool representative = false;       // one GPU simulated, the others mirror it
+  // Set when the watchdog stopped a simulation that could not finish (the stuck ops, where);
+  // nothing else in the result is then meaningful. Returned rather than thrown: an exception
+  // raised after SystemC has switched coroutine stacks confuses AddressSanitizer.
+  std::string stall;
 };
 
 // Where each op runs, checked against the system: every device exists, collectives can run

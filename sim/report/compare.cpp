@@ -38,8 +38,9 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
   if (paths.size() < 2) throw UserError("xpusim compare: give two or more runs (output folders or report.json files)");
   std::vector<Run> runs;
   for (const std::string& p : paths) {
-    const fs::path file = fs::is_directory(p) ? fs::path(p) / "report.json" : fs::path(p);
-    if (!fs::exists(file)) throw UserError(file.string() + ": no report (run `xpusim run --out " + p + "` first)");
+    std::error_code ec;
+    const fs::path file = fs::is_directory(p, ec) ? fs::path(p) / "report.json" : fs::path(p);
+    if (!file_problem(file.string()).empty()) throw UserError(file.string() + ": no report (run `xpusim run --out " + p + "` first)");
     YAML::Node r;
     try {
       r = YAML::LoadFile(file.string());

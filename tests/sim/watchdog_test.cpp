@@ -99,9 +99,9 @@ TEST_CASE("limit values are checked (--limit)", "[limits]") {
 }
 
 TEST_CASE("inputs that are not regular files are refused, never read forever", "[limits]") {
-  CHECK_THAT(error_of([] { xpusim::trace::load_trace("/dev/zero"); }), Catch::Contains("/dev/zero: not a regular file"));
+  CHECK_THAT(error_of([] { xpusim::trace::load_trace("/dev/zero"); }), Catch::Contains("/dev/zero: is not a regular file"));
   CHECK_THAT(error_of([] { xpusim::config::load_config(temp_file("extends: /dev/zero\n")); }),
-             Catch::Contains(":1:10: key 'extends': '/dev/zero' is not a regular file"));
+             Catch::Contains(":1:10: key 'extends': file '/dev/zero' is not a regular file"));
   CHECK_THAT(error_of([] { xpusim::trace::load_trace(temp_file("{\"xpusim_trace\": 1}\n" + std::string(2 << 20, ' ') + "x\n", ".jsonl")); }),
              Catch::Contains(".jsonl:2:1: line is longer than 1048576 bytes"));
 }

@@ -177,3 +177,12 @@ TEST_CASE("deps may name later ops; cycles through deps and stream order are ref
                          "{\"name\": \"b\", \"kind\": \"gemm\", \"m\": 8, \"n\": 8, \"k\": 8}\n", ".jsonl"),
              Catch::Matches(".*\\.jsonl:2:1: key 'deps': dependency cycle: a -> b -> \\(stream order\\) a.*"));
 }
+
+TEST_CASE("traces are UTF-8: names in any script load, invalid bytes are refused with their position", "[trace][errors]") {
+  const auto t = trace::load_trace(temp_file(kHead + "  - {name: \"caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x98\x80\", kind: gemm, m: 8, n: 8, k: 8}\n"));
+  CHECK(t.ops[0].name == "caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x98\x80");
+  // A stray byte, an overlong encoding of '/', a UTF-16 surrogate, a sequence cut short.
+  for (const std::string bad : {"\xfc", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82"})
+    CHECK_THAT(trace_error(kHead + "  - {name: \"ab" + bad + "\", kind: gemm, m: 8, n: 8, k: 8}\n"),
+               Catch::Contains(":4:15: not UTF-8 text (byte 0x"));
+}
