@@ -27,6 +27,7 @@ void CtaDispatcher::submit(KernelRun* k) {
 std::vector<KernelRun*> CtaDispatcher::take_finished() {
   std::vector<KernelRun*> out;
   out.swap(finished_);
+  if (spinning_) kernel_finished.notify(sc_core::SC_ZERO_TIME);
   return out;
 }
 
@@ -42,6 +43,12 @@ void CtaDispatcher::cta_done(KernelRun* k) {
   // of the marked kernel never arrives, as a lost transaction would leave it.
   if (k->lose_a_cta) {
     k->lose_a_cta = false;
+    // XPUSIM_FAULT=livelock:OP: the lost completion also leaves the dispatcher announcing a
+    // finished kernel at every delta cycle with none finished, so simulated time stops.
+    if (k->spin_after_loss) {
+      spinning_ = true;
+      kernel_finished.notify(sc_core::SC_ZERO_TIME);
+    }
     return;
   }
   ++ctas_done_;

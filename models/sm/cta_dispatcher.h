@@ -32,6 +32,7 @@ class CtaDispatcher : public sc_core::sc_module {
   std::vector<KernelRun*> finished_;
   std::vector<KernelRun*> submitted_;  // every kernel submitted, finished or not
   uint64_t ctas_done_ = 0;
+  bool spinning_ = false;  // fault injection: kernel_finished notified at every delta, nothing finishing
   size_t next_sm_ = 0;
   sc_core::sc_event wake_;
 };

@@ -19,6 +19,7 @@ struct KernelRun {
   bool finished = false;
   double timed_start_s = -1;  // when a CTA reached the program's timed_step (microbenchmarks)
   bool lose_a_cta = false;    // fault injection: drop one CTA's completion (tests of the watchdog)
+  bool spin_after_loss = false;  // fault injection: then wake the driver at every delta cycle
 };
 
 }  // namespace xpusim

@@ -100,16 +100,21 @@ std::vector<lower::LoweredOp> lower_compute(const config::LoadedConfig& cfg, con
 }
 
 // XPUSIM_FAULT=lose-cta:OP (docs/reliability.md) loses one CTA completion of op OP's kernel,
-// as a dropped transaction would: the watchdog's tests use it to make a run that cannot finish.
+// as a dropped transaction would; livelock:OP also makes its dispatcher wake the driver at every
+// delta cycle from then on, so that simulated time stops. The watchdog's tests use them to make
+// runs that cannot finish.
 void inject_faults(const trace::Trace& t, std::vector<std::vector<KernelRun>>& runs) {
   const char* fault = std::getenv("XPUSIM_FAULT");
   if (!fault || !*fault) return;
   const std::string f = fault;
-  const std::string prefix = "lose-cta:";
-  if (f.rfind(prefix, 0) != 0) throw UserError("XPUSIM_FAULT='" + f + "': expected lose-cta:OP");
+  const size_t colon = f.find(':');
+  const std::string what = f.substr(0, colon);
+  if (colon == std::string::npos || (what != "lose-cta" && what != "livelock"))
+    throw UserError("XPUSIM_FAULT='" + f + "': expected lose-cta:OP or livelock:OP");
   for (size_t i = 0; i < t.ops.size(); ++i)
-    if (t.ops[i].name == f.substr(prefix.size()) && !runs[i].empty()) {
+    if (t.ops[i].name == f.substr(colon + 1) && !runs[i].empty()) {
       runs[i].front().lose_a_cta = true;
+      runs[i].front().spin_after_loss = what == "livelock";
       spdlog::warn("fault injection: one CTA completion of '{}' will be lost", t.ops[i].name);
       return;
     }

@@ -57,6 +57,13 @@ TEST_CASE("a lost CTA completion stops the run, naming the stuck op, its module 
   CHECK_THAT(e, !Catch::Contains("'c' ("));
 }
 
+TEST_CASE("a livelock (simulated time stopped, the driver woken at every delta) stops the run", "[sim][watchdog]") {
+  const std::string e = stall_of(kChain, "livelock:a");
+  CHECK_THAT(e, Catch::Contains("simulation stalled: simulated time stopped advancing at") &&
+                    Catch::Contains("times at that instant with nothing finishing"));
+  CHECK_THAT(e, Catch::Contains("running on gpu.dispatcher") && Catch::Contains("waits for 'a'"));
+}
+
 TEST_CASE("limits refuse absurd inputs and name the flag that raises them", "[limits]") {
   LimitsGuard guard;
   const auto cfg = xpusim::config::load_config(kH100);
