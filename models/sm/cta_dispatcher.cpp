@@ -12,7 +12,6 @@ CtaDispatcher::CtaDispatcher(sc_core::sc_module_name name, std::vector<Sm*> sms)
 
 void CtaDispatcher::submit(KernelRun* k) {
   k->submit_s = sc_core::sc_time_stamp().to_seconds();
-  submitted_.push_back(k);
   if (k->program->num_ctas() == 0) {
     k->finished = true;
     k->end_s = k->submit_s;
@@ -29,13 +28,6 @@ std::vector<KernelRun*> CtaDispatcher::take_finished() {
   out.swap(finished_);
   if (spinning_) kernel_finished.notify(sc_core::SC_ZERO_TIME);
   return out;
-}
-
-std::vector<const KernelRun*> CtaDispatcher::unfinished() const {
-  std::vector<const KernelRun*> v;
-  for (const KernelRun* k : submitted_)
-    if (!k->finished) v.push_back(k);
-  return v;
 }
 
 void CtaDispatcher::cta_done(KernelRun* k) {

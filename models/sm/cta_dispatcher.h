@@ -20,8 +20,6 @@ class CtaDispatcher : public sc_core::sc_module {
   std::vector<KernelRun*> take_finished();
   sc_core::sc_event kernel_finished;     // notified when a kernel's last CTA completes
   uint64_t ctas_done() const { return ctas_done_; }  // over all kernels: the watchdog's sign of life
-  // Kernels submitted and not finished, oldest first (for the watchdog's report).
-  std::vector<const KernelRun*> unfinished() const;
 
  private:
   void dispatch_thread();
@@ -30,7 +28,6 @@ class CtaDispatcher : public sc_core::sc_module {
   std::vector<Sm*> sms_;
   std::deque<KernelRun*> active_;
   std::vector<KernelRun*> finished_;
-  std::vector<KernelRun*> submitted_;  // every kernel submitted, finished or not
   uint64_t ctas_done_ = 0;
   bool spinning_ = false;  // fault injection: kernel_finished notified at every delta, nothing finishing
   size_t next_sm_ = 0;

@@ -11,6 +11,22 @@
 
 namespace xpusim::io {
 
+namespace {
+
+// Writes all of `text` to `fd`, through short writes and interrupts; "" or the system's reason.
+std::string write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::strerror(errno);
+    done += static_cast<size_t>(n);
+  }
+  return "";
+}
+
+}  // namespace
+
 void make_directory(const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -23,17 +39,10 @@ void write_atomically(const std::filesystem::path& path, const std::string& text
   const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw UserError(path.string() + ": cannot write (check --out): " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw UserError(path.string() + ": write failed: " + why);
-    }
-    done += static_cast<size_t>(n);
+  if (const std::string why = write_all(fd, text); !why.empty()) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw UserError(path.string() + ": write failed: " + why);
   }
   const bool synced = ::fsync(fd) == 0;
   ::close(fd);
@@ -48,15 +57,9 @@ void write_atomically(const std::filesystem::path& path, const std::string& text
 void append_durably(const std::filesystem::path& path, const std::string& line) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw UserError(path.string() + ": cannot append: " + std::strerror(errno));
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      throw UserError(path.string() + ": write failed: " + std::strerror(errno));
-    }
-    done += static_cast<size_t>(n);
+  if (const std::string why = write_all(fd, line); !why.empty()) {
+    ::close(fd);
+    throw UserError(path.string() + ": write failed: " + why);
   }
   ::fsync(fd);
   ::close(fd);

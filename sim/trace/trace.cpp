@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -501,10 +502,7 @@ class Parser {
         const std::string d = deps[i].Scalar();
         // The nearest earlier op of that name; otherwise a later one, settled at the end of the
         // repeat iteration (or the trace) when every name is known.
-        auto it = scope.find(d);
-        auto g = names_.find(d);
-        if (it != scope.end()) o.deps.push_back(it->second);
-        else if (g != names_.end()) o.deps.push_back(g->second);
+        if (const auto found = lookup(scope, d)) o.deps.push_back(*found);
         else pending_.back().push_back({t_.ops.size(), d, cx.at(deps[i]), path + ".deps"});
       }
     }
@@ -520,10 +518,7 @@ class Parser {
   // (with the order of each GPU's streams) form a cycle: it could never finish.
   void finish(const std::map<std::string, size_t>& scope) {
     for (const Pending& d : pending_.back()) {
-      auto it = scope.find(d.name);
-      auto g = names_.find(d.name);
-      if (it != scope.end()) t_.ops[d.op].deps.push_back(it->second);
-      else if (g != names_.end()) t_.ops[d.op].deps.push_back(g->second);
+      if (const auto found = lookup(scope, d.name)) t_.ops[d.op].deps.push_back(*found);
       else {
         std::vector<std::string> known;
         for (const auto& [k, _] : scope) known.push_back(k);
@@ -540,6 +535,14 @@ class Parser {
   }
 
  private:
+  // The op a dependency names: a short name in scope (this repeat iteration's, then the outer
+  // ones'), else a full name anywhere in the trace so far.
+  std::optional<size_t> lookup(const std::map<std::string, size_t>& scope, const std::string& name) const {
+    if (auto it = scope.find(name); it != scope.end()) return it->second;
+    if (auto g = names_.find(name); g != names_.end()) return g->second;
+    return std::nullopt;
+  }
+
   // Refuses the op past the ops limit, or when the trace and the simulation's state for it
   // would take more than the host has (checked as the op list grows).
   void check_size(const SourceLoc& at, const std::string& path) {
