@@ -89,9 +89,10 @@ LeafMap load_file(const std::string& path, std::vector<std::string>& chain) {
   return merged;
 }
 
+// False when `s` is not a whole number; errno is then ERANGE exactly when it is one beyond 64 bits.
 bool parse_integer(const std::string& s, long long& out) {
-  if (s.empty()) return false;
   errno = 0;
+  if (s.empty()) return false;
   char* end = nullptr;
   out = std::strtoll(s.c_str(), &end, 10);
   return errno == 0 && end && *end == '\0';
