@@ -53,7 +53,7 @@ CollectiveJob job_of(const trace::Op& op, const std::vector<int>& devices) {
 }
 
 // Simulated CTA steps a second on one core, for messages: a bf16 8192^3 GEMM on h100-sxm is
-// 262 144 steps in 8.8 s of wall time (docs/reliability.md).
+// 264 192 steps in 8.8 s of wall time (docs/reliability.md).
 constexpr double kStepsPerSecond = 30000;
 
 std::string duration_text(double s) {
