@@ -254,9 +254,8 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
     if (op.kind == trace::OpKind::delay) window = std::max(window, 2 * op.duration_s);
   inject_faults(t, runs);
   WorkloadDriver driver("driver", dops, std::move(preds), g.kernels.launch_gap_s, dispatchers, fabric.get(),
-                        g.collectives, window);
-  sc_core::sc_start();
-  driver.check_finished();
+                        g.collectives);
+  driver.run_watched(window);
   if (!driver.stall().empty()) {
     out.stall = driver.stall();
     return;

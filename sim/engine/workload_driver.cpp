@@ -18,7 +18,7 @@ constexpr size_t kOpsListed = 12;
 WorkloadDriver::WorkloadDriver(sc_core::sc_module_name name, std::vector<DriverOp>& ops,
                                std::vector<std::vector<size_t>> preds, double launch_gap_s,
                                std::vector<CtaDispatcher*> dispatchers, Fabric* fabric,
-                               const CollectiveParams& collectives, double stall_window_s)
+                               const CollectiveParams& collectives)
     : sc_module(name),
       ops_(ops),
       preds_(std::move(preds)),
@@ -26,10 +26,8 @@ WorkloadDriver::WorkloadDriver(sc_core::sc_module_name name, std::vector<DriverO
       dispatchers_(std::move(dispatchers)),
       fabric_(fabric),
       collectives_(collectives),
-      window_s_(stall_window_s),
       state_(ops.size(), State::waiting) {
   SC_THREAD(run);
-  SC_THREAD(watch);
 }
 
 uint64_t WorkloadDriver::progress() const {
@@ -38,7 +36,7 @@ uint64_t WorkloadDriver::progress() const {
   return p;
 }
 
-void WorkloadDriver::stop_stalled(const std::string& why) {
+void WorkloadDriver::record_stall(const std::string& why) {
   std::ostringstream os;
   os << "simulation stalled: " << why << "; " << ops_.size() - done_ << " of " << ops_.size() << " ops unfinished";
   size_t listed = 0;
@@ -74,30 +72,30 @@ void WorkloadDriver::stop_stalled(const std::string& why) {
   }
   if (ops_.size() - done_ > listed) os << "\n  ... and " << ops_.size() - done_ - listed << " more";
   stall_ = os.str();
-  sc_core::sc_stop();
 }
 
-void WorkloadDriver::check_finished() {
-  if (stall_.empty() && !all_done())
-    stop_stalled("no events left at " + units::format(sc_core::sc_time_stamp().to_seconds(), units::Dim::Time) +
-                 " (a completion that never arrived)");
-}
-
-void WorkloadDriver::watch() {
-  if (ops_.empty()) return;
-  const sc_core::sc_time window(window_s_, sc_core::SC_SEC);
+void WorkloadDriver::run_watched(double window_s) {
+  const sc_core::sc_time window(window_s, sc_core::SC_SEC);
+  sc_core::sc_time until = sc_core::SC_ZERO_TIME;
   for (uint64_t seen = progress();;) {
-    wait(window);
+    // Stops early when run() calls sc_stop (all done, or a livelock) or the events run out; the
+    // clock may then rest at the last event before the window's end.
+    until += window;
+    sc_core::sc_start(until - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
     if (all_done() || !stall_.empty()) return;
-    const uint64_t now = progress();
-    if (now != seen) {
-      seen = now;
-      continue;
+    if (!sc_core::sc_pending_activity()) {
+      record_stall("no events left after " + units::format(sc_core::sc_time_stamp().to_seconds(), units::Dim::Time) +
+                   " (a completion that never arrived)");
+      return;
     }
-    stop_stalled("no CTA and no op finished in " + units::format(window_s_, units::Dim::Time) +
-                 " of simulated time, up to " + units::format(sc_core::sc_time_stamp().to_seconds(), units::Dim::Time) +
-                 " (the stall_s limit; --limit stall_s=S allows longer)");
-    return;
+    const uint64_t now = progress();
+    if (now == seen) {
+      record_stall("no CTA and no op finished in " + units::format(window_s, units::Dim::Time) +
+                   " of simulated time, up to " + units::format(until.to_seconds(), units::Dim::Time) +
+                   " (the stall_s limit; --limit stall_s=S allows longer)");
+      return;
+    }
+    seen = now;
   }
 }
 
@@ -142,8 +140,9 @@ void WorkloadDriver::run() {
     const uint64_t p = progress();
     if (now == last_wake && p == last_progress) {
       if (++spins > kMaxSpinsAtOneInstant) {
-        stop_stalled("simulated time stopped advancing at " + units::format(now.to_seconds(), units::Dim::Time) +
+        record_stall("simulated time stopped advancing at " + units::format(now.to_seconds(), units::Dim::Time) +
                      " (the driver woke " + std::to_string(spins) + " times at that instant with nothing finishing)");
+        sc_core::sc_stop();
         return;
       }
     } else {
@@ -184,7 +183,7 @@ void WorkloadDriver::run() {
         timed = true;
       }
     if (dispatchers_.empty()) {
-      if (!timed) break;  // nothing can happen any more: check_finished() reports the unfinished ops
+      if (!timed) return;  // nothing can happen any more: run_watched() reports the unfinished ops
       wait(next - now);
     } else if (timed) {
       wait(next - now, any_kernel);

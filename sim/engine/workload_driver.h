@@ -3,9 +3,12 @@
 // dispatchers of the GPUs they run on (one kernel per simulated GPU), collectives as traffic on
 // the fabric. An op finishes when its last kernel (or its collective's last byte) does.
 //
-// A watchdog stops the simulation, instead of letting it hang or end quietly with work left,
-// when no CTA and no op finishes for a window of simulated time, or when the driver keeps waking
-// at one instant without anything finishing; stall() then says which ops were stuck where.
+// Watchdog: run() stops the simulation when it keeps waking at one simulated instant with
+// nothing finishing (a livelock), and run_watched() runs the simulation in windows of simulated
+// time, stopping it when a window passes with no CTA and no op finished or when the events run
+// out with work left. stall() then says which ops were stuck where. The windows are slices of
+// sc_start, not a process of their own: a timed event in the kernel's queue would reorder
+// same-instant events and move results.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -28,25 +31,24 @@ struct DriverOp {
 class WorkloadDriver : public sc_core::sc_module {
  public:
   // preds[i]: ops that must finish before op i may start (explicit deps and the previous op on
-  // each of its GPUs' streams). Each kernel's `index` is its op's index. `stall_window_s`: the
-  // simulated time without any CTA or op finishing after which the watchdog stops the run.
+  // each of its GPUs' streams). Each kernel's `index` is its op's index.
   SC_HAS_PROCESS(WorkloadDriver);
   WorkloadDriver(sc_core::sc_module_name name, std::vector<DriverOp>& ops, std::vector<std::vector<size_t>> preds,
                  double launch_gap_s, std::vector<CtaDispatcher*> dispatchers, Fabric* fabric,
-                 const CollectiveParams& collectives, double stall_window_s);
+                 const CollectiveParams& collectives);
   bool all_done() const { return done_ == ops_.size(); }
+  // Runs the simulation to the end, or until the watchdog stops it: `window_s` of simulated time
+  // with no CTA and no op finished, or no events left with ops unfinished.
+  void run_watched(double window_s);
   // Why the simulation stopped with work left (the stuck ops, where each was); empty if it did
-  // not. Also set when the events ran out with ops unfinished.
+  // not.
   const std::string& stall() const { return stall_; }
-  // Called after sc_start returns: records a stall if ops are unfinished and the watchdog did not.
-  void check_finished();
 
  private:
   enum class State : char { waiting, ready, running, done };
   void run();
-  void watch();
   uint64_t progress() const;  // CTAs and ops finished so far
-  void stop_stalled(const std::string& why);
+  void record_stall(const std::string& why);
 
   std::vector<DriverOp>& ops_;
   std::vector<std::vector<size_t>> preds_;
@@ -54,7 +56,6 @@ class WorkloadDriver : public sc_core::sc_module {
   std::vector<CtaDispatcher*> dispatchers_;
   Fabric* fabric_;
   CollectiveParams collectives_;
-  double window_s_;
   std::vector<State> state_;
   size_t done_ = 0;
   std::string stall_;

@@ -48,13 +48,24 @@ struct LimitsGuard {  // every test leaves the defaults in force
 TEST_CASE("a lost CTA completion stops the run, naming the stuck op, its module and its waiters", "[sim][watchdog]") {
   CHECK(stall_of(kChain, nullptr).empty());
   const std::string e = stall_of(kChain, "lose-cta:a");
-  CHECK_THAT(e, Catch::Contains("simulation stalled: no CTA and no op finished in 60 s of simulated time"));
+  // Nothing else is pending once the last completion is lost: the events run out.
+  CHECK_THAT(e, Catch::Contains("simulation stalled: no events left after") &&
+                    Catch::Contains("(a completion that never arrived)"));
   CHECK_THAT(e, Catch::Contains("2 of 3 ops unfinished"));  // c, on its own stream, finished
   // The lost completion leaves one CTA in flight for ever; every other CTA finished.
   CHECK_THAT(e, Catch::Matches("(.|\n)*'a' \\([^)]*:3:5\\): running on gpu.dispatcher: [0-9]+ of [0-9]+ CTAs finished, "
                                "1 in flight on SMs, 0 not yet placed(.|\n)*"));
   CHECK_THAT(e, Catch::Contains("'b' (") && Catch::Contains("waits for 'a'"));
   CHECK_THAT(e, !Catch::Contains("'c' ("));
+}
+
+TEST_CASE("a window of simulated time with no CTA finishing stops the run (stall_s)", "[sim][watchdog]") {
+  LimitsGuard guard;
+  xpusim::limits::set("stall_s=1e-7");  // 100 ns: less than any CTA of these GEMMs takes
+  const std::string e = stall_of(kChain, nullptr);
+  CHECK_THAT(e, Catch::Contains("simulation stalled: no CTA and no op finished in 100 ns of simulated time, up to 100 ns") &&
+                    Catch::Contains("--limit stall_s=S allows longer"));
+  CHECK_THAT(e, Catch::Contains("3 of 3 ops unfinished") && Catch::Contains("running on gpu.dispatcher: 0 of"));
 }
 
 TEST_CASE("a livelock (simulated time stopped, the driver woken at every delta) stops the run", "[sim][watchdog]") {
