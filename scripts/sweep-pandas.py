@@ -18,7 +18,7 @@ except ImportError:
 
 FIXED = {"index", "id", "status", "error", "config", "trace", "chip", "time_s", "tflops", "energy_j", "tops_per_w",
          "power_w", "joules_per_token", "tokens_per_s", "bound", "tensor_util", "hbm_bandwidth",
-         "hbm_peak_bandwidth", "l2_hit_rate", "sms", "out"}
+         "hbm_peak_bandwidth", "l2_hit_rate", "sms", "sm_clock_hz", "out"}
 
 
 def main():

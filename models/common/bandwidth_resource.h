@@ -22,6 +22,8 @@ class BandwidthResource {
   double reserve_for(double now, double arrival, double duration);
 
   double rate() const { return rate_; }
+  // A new rate for reservations made from now on (a clock change); booked ones keep theirs.
+  void set_rate(double bytes_per_s) { rate_ = bytes_per_s; }
   double busy_s() const { return busy_s_; }
   // End of the last reservation (0 if none is pending).
   double horizon() const { return busy_.empty() ? 0 : busy_.back().second; }

@@ -29,6 +29,7 @@ struct OpCounters {
   double l1_miss_sectors = 0;
   double smem_read_bytes = 0;    // shared memory: tensor-core operand reads, epilogue staging
   double smem_write_bytes = 0;   // shared memory: TMA and load data landing
+  double sm_active_cycles = 0;   // SM cycles with this kernel's CTAs resident (each CTA's share of its SM)
   // memory side
   double noc_bytes = 0;
   double d2d_bytes = 0;          // crossing the die-to-die link

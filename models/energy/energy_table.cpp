@@ -47,6 +47,7 @@ const std::vector<ActionSpec>& actions(const std::string& kind) {
       {"instruction.simt", false, Class::overhead, "fetch, decode, schedule and operand collection of one SIMT instruction, per active lane"},
       {"instruction.mem", false, Class::overhead, "the same for one load/store instruction, per lane"},
       {"instruction.mma", false, Class::overhead, "the same for one matrix instruction (a warp or warpgroup MMA)"},
+      {"sm.active_cycle", false, Class::overhead, "clocking and control of one SM for one cycle in which it holds work", true},
       {"rf.access", true, Class::onchip_memory, "register-file bits read or written beyond operand collection"},
       {"smem.access", true, Class::onchip_memory, "shared-memory bits read or written"},
       {"l1.access", true, Class::onchip_memory, "L1 data-cache bits read"},
@@ -59,6 +60,16 @@ const std::vector<ActionSpec>& actions(const std::string& kind) {
       {"dram.refresh", false, Class::offchip_memory, "one all-bank refresh of one pseudo-channel"},
   };
   return a;
+}
+
+bool on_core_rail(const std::string& action) {
+  return action.rfind("dram.", 0) != 0 && action != "nvlink.transfer";
+}
+
+bool data_dependent(const std::string& action) {
+  for (const char* p : {"mac.", "op.", "rf.", "smem.", "l1.", "l2.", "noc.", "d2d."})
+    if (action.rfind(p, 0) == 0) return true;
+  return false;
 }
 
 double dynamic_scale(const Table& t, double voltage) {
@@ -81,7 +92,11 @@ double Breakdown::dynamic_j() const {
 
 Breakdown price(const OpCounters& c, double refreshes, double time_s, const Table& t, double voltage,
                 double static_power_w) {
-  const double k = dynamic_scale(t, voltage);
+  return price(c, refreshes, time_s, t, Scaling{dynamic_scale(t, voltage), static_scale(t, voltage), 1}, static_power_w);
+}
+
+Breakdown price(const OpCounters& c, double refreshes, double time_s, const Table& t, const Scaling& s,
+                double static_power_w) {
   auto count = [&](const std::string& name) -> double {
     if (name == "mac.tensor.tf32") return c.tensor_macs[static_cast<size_t>(Dtype::tf32)] + c.tensor_macs[static_cast<size_t>(Dtype::fp32)];
     if (name == "mac.tensor.fp16") return c.tensor_macs[static_cast<size_t>(Dtype::fp16)];
@@ -98,6 +113,7 @@ Breakdown price(const OpCounters& c, double refreshes, double time_s, const Tabl
     if (name == "instruction.simt") return c.lane_instr_simt;
     if (name == "instruction.mem") return c.lane_instr_mem;
     if (name == "instruction.mma") return c.instr_mma;
+    if (name == "sm.active_cycle") return c.sm_active_cycles;
     if (name == "rf.access") return 8 * c.rf_bytes;
     if (name == "smem.access") return 8 * (c.smem_read_bytes + c.smem_write_bytes);
     if (name == "l1.access") return 8 * c.l1_read_bytes;
@@ -114,14 +130,45 @@ Breakdown price(const OpCounters& c, double refreshes, double time_s, const Tabl
   Breakdown b;
   for (const ActionSpec& a : actions()) {
     const auto it = t.joules.find(a.name);
+    if (it == t.joules.end() && a.optional) continue;
     assert(it != t.joules.end() && "tables are checked for every action when loaded");
-    const double j = count(a.name) * it->second * k;
+    double j = count(a.name) * it->second;
+    if (on_core_rail(a.name)) j *= s.core;
+    if (data_dependent(a.name)) j *= 1 - t.data_dependent_share + t.data_dependent_share * s.switching;
     b.action_j[a.name] = j;
     b.class_j[static_cast<int>(a.cls)] += j;
   }
-  b.static_j = static_power_w * static_scale(t, voltage) * time_s;
+  b.static_j = static_power_w * s.leakage * time_s;
   return b;
 }
+
+RailWeights rail_weights(const Table& t, double switching) {
+  constexpr size_t n = sizeof(OpCounters) / sizeof(double);
+  RailWeights w;
+  w.core.assign(n, 0);
+  w.offcore.assign(n, 0);
+  // Each field's weight is the price of one unit of it alone: price() stays the one place that
+  // knows which count feeds which action.
+  for (size_t i = 0; i < n; ++i) {
+    OpCounters unit;
+    reinterpret_cast<double*>(&unit)[i] = 1;
+    const Breakdown b = price(unit, 0, 0, t, Scaling{1, 0, switching}, 0);
+    for (const auto& [name, j] : b.action_j) (on_core_rail(name) ? w.core : w.offcore)[i] += j;
+  }
+  return w;
+}
+
+namespace {
+double dot(const std::vector<double>& w, const OpCounters& c) {
+  const double* v = reinterpret_cast<const double*>(&c);
+  double s = 0;
+  for (size_t i = 0; i < w.size(); ++i) s += w[i] * v[i];
+  return s;
+}
+}  // namespace
+
+double RailWeights::core_j(const OpCounters& c) const { return dot(core, c); }
+double RailWeights::offcore_j(const OpCounters& c) const { return dot(offcore, c); }
 
 AccelCounters& AccelCounters::operator+=(const AccelCounters& o) {
   mac_int4 += o.mac_int4;

@@ -19,6 +19,7 @@ struct ActionSpec {
   bool per_bit;  // priced per bit moved (pJ/bit) rather than per event (pJ)
   Class cls;
   std::string meaning;
+  bool optional = false;  // a table may leave it out: then it costs nothing and is not reported
 };
 // Every action a table for this kind of chip ("gpu" or "accelerator") must price, in report order.
 const std::vector<ActionSpec>& actions(const std::string& kind = "gpu");
@@ -33,6 +34,25 @@ struct Table {
   double idle_power_w = 0;              // whole-chip draw with nothing running
   double threshold_voltage = 0;         // alpha-power law: f_max ~ (V - Vt)^alpha / V
   double alpha = 0;
+  // Share of a data-dependent action's energy that is switching driven by the operand values
+  // (the rest is clocking and control): zero operands save that share, random ones pay it.
+  double data_dependent_share = 0;
+};
+
+// Whether an action draws on the core supply, whose voltage the clock governor moves (the
+// DRAM and link I/O supplies do not follow it).
+bool on_core_rail(const std::string& action);
+// Whether an action's energy depends on the data it moves or computes on (math, register,
+// SRAM and network bits); instruction overhead, DRAM row commands and refresh do not.
+bool data_dependent(const std::string& action);
+
+// How a table's prices are scaled for one pricing: core-rail dynamic energy by (V / nominal)^2,
+// leakage likewise (each averaged over the time priced when the voltage moved), and the
+// data-dependent share by the operands' switching relative to random data (1: random, 0: zeros).
+struct Scaling {
+  double core = 1;
+  double leakage = 1;
+  double switching = 1;
 };
 
 // Highest clock at `voltage` for a design that runs `nominal_clock` at the nominal voltage.
@@ -55,6 +75,18 @@ struct Breakdown {
 // (they belong to no kernel; callers share them out by time).
 Breakdown price(const OpCounters& c, double refreshes, double time_s, const Table& t, double voltage,
                 double static_power_w);
+Breakdown price(const OpCounters& c, double refreshes, double time_s, const Table& t, const Scaling& s,
+                double static_power_w);
+
+// Dynamic energy at the nominal voltage as a linear function of the OpCounters fields (refresh
+// aside), split by rail: energy = sum of field x weight. The clock governor prices each control
+// window with these rather than building a Breakdown.
+struct RailWeights {
+  std::vector<double> core, offcore;  // per double field of OpCounters, joules per unit
+  double core_j(const OpCounters& c) const;
+  double offcore_j(const OpCounters& c) const;
+};
+RailWeights rail_weights(const Table& t, double switching);
 
 // Action counts of the accelerator model (models/accelerator), priced by an accelerator table.
 struct AccelCounters {

@@ -38,14 +38,17 @@ SmStats SmStats::make(StatRegistry& reg, const std::string& prefix) {
   return s;
 }
 
-Sm::Sm(sc_core::sc_module_name name, int id, const SmParams& p, const TensorCoreParams& tc, SmStats& stats)
+Sm::Sm(sc_core::sc_module_name name, int id, const SmParams& p, const TensorCoreParams& tc, const ClockDomain& clock,
+       SmStats& stats)
     : sc_module(name),
       mem("mem"),
       id_(id),
       p_(p),
       stats_(stats),
-      tensor_core_("tensor_core", tc, p.clock_hz, stats.tensor),
-      smem_(p.shared_memory_banks * p.bank_bytes * p.clock_hz),
+      clock_(clock),
+      smem_clock_hz_(clock.hz()),
+      tensor_core_("tensor_core", tc, clock, stats.tensor),
+      smem_(p.shared_memory_banks * p.bank_bytes * clock.hz()),
       l1_(l1_geometry(p)),
       l1_latency_s_(p.l1_latency_cycles / p.clock_hz) {}
 
@@ -74,6 +77,12 @@ void Sm::launch(KernelRun* k, uint64_t cta) {
 void Sm::wait_until(double t) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   if (t > now) sc_core::wait(sc_core::sc_time(t - now, sc_core::SC_SEC));
+}
+
+void Sm::follow_clock() {
+  if (clock_.hz() == smem_clock_hz_) return;
+  smem_clock_hz_ = clock_.hz();
+  smem_.set_rate(p_.shared_memory_banks * p_.bank_bytes * smem_clock_hz_);
 }
 
 double Sm::issue(const std::vector<Strided>& blocks, bool write, KernelRun* k, int fanout, double after_s) {
@@ -114,6 +123,7 @@ double Sm::issue_cached(const std::vector<Strided>& blocks, KernelRun* k) {
   stats_.l1_miss_sectors->value += static_cast<double>(r.miss_sectors);
   stats_.smem_bytes->value += static_cast<double>(bytes);
   // The data path reads every byte out of the L1 arrays, hit or filled.
+  follow_clock();
   double done = smem_.reserve(now, now, static_cast<double>(bytes)) + l1_latency_s_;
   if (!r.misses.empty()) {
     const std::vector<Strided> misses = r.misses;  // the member scratch is reused by the next lookup
@@ -140,6 +150,7 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   // its width is not published (the MMA rate bounds them).
   const double smem = w.smem_read_bytes + w.smem_write_bytes;
   if (smem > 0) {
+    follow_clock();
     if (w.smem_write_bytes > 0) end = std::max(end, smem_.reserve(now, now, w.smem_write_bytes));
     stats_.smem_bytes->value += smem;
     c.smem_read_bytes += w.smem_read_bytes;
@@ -151,7 +162,7 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   const double lane_ops = w.fp32_ops + w.hfma_ops / 2 + w.dp4a_ops;
   const double cycles = std::max({lane_ops / p_.fp32_lanes, w.sfu_ops / p_.sfu_lanes, issue_slots / p_.sub_partitions});
   if (cycles > 0) {
-    const double duration = cycles / p_.clock_hz;
+    const double duration = cycles / clock_.hz();
     end = std::max(end, simt_.reserve_for(now, now, duration));
     stats_.simt_busy->value += duration;
     c.simt_busy_s += duration;
@@ -174,9 +185,18 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   return end;
 }
 
+int Sm::occupancy(const CtaResources& r) const {
+  int n = p_.max_ctas;
+  if (r.threads > 0) n = std::min(n, p_.max_warps * 32 / r.threads);
+  if (r.registers > 0) n = std::min(n, p_.registers / r.registers);
+  if (r.shared_bytes > 0) n = std::min(n, static_cast<int>(p_.shared_memory_bytes / r.shared_bytes));
+  return std::max(1, n);
+}
+
 void Sm::run_cta(KernelRun* k, uint64_t cta) {
   const KernelProgram& prog = *k->program;
   const double start = sc_core::sc_time_stamp().to_seconds();
+  const double start_cycles = clock_.cycles(start);
   double stores_done = start;
 
   StepWork pro;
@@ -223,7 +243,10 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
   registers_ -= r.registers;
   shared_ -= r.shared_bytes;
   stats_.ctas->value += 1;
-  k->counters.cta_resident_s += sc_core::sc_time_stamp().to_seconds() - start;
+  const double now = sc_core::sc_time_stamp().to_seconds();
+  k->counters.cta_resident_s += now - start;
+  // Clocking an SM costs energy every cycle it holds work; a full SM holds `occupancy` CTAs.
+  k->counters.sm_active_cycles += (clock_.cycles(now) - start_cycles) / occupancy(r);
   if (on_cta_done) on_cta_done(k);
 }
 

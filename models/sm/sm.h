@@ -37,7 +37,9 @@ class Sm : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<Sm> mem;
 
-  Sm(sc_core::sc_module_name name, int id, const SmParams& p, const TensorCoreParams& tc, SmStats& stats);
+  // `clock` is the GPU's SM clock domain (a governor may change it between slices of time).
+  Sm(sc_core::sc_module_name name, int id, const SmParams& p, const TensorCoreParams& tc, const ClockDomain& clock,
+     SmStats& stats);
 
   bool can_host(const CtaResources& r) const;
   static bool fits_empty(const SmParams& p, const CtaResources& r);
@@ -55,10 +57,14 @@ class Sm : public sc_core::sc_module {
   double issue_loads(const StepWork& w, KernelRun* k);
   double compute(const StepWork& w, KernelRun* k);
   static void wait_until(double t);
+  void follow_clock();
+  int occupancy(const CtaResources& r) const;  // CTAs of this shape an empty SM holds  // re-rates the shared-memory banks after a clock change
 
   int id_;
   SmParams p_;
   SmStats& stats_;
+  const ClockDomain& clock_;
+  double smem_clock_hz_;  // the clock the shared-memory banks' rate was set for
   TensorCore tensor_core_;
   BandwidthResource simt_;
   BandwidthResource smem_;  // the L1/shared-memory banks

@@ -15,9 +15,9 @@ TensorCoreStats TensorCoreStats::make(StatRegistry& reg, const std::string& pref
   return s;
 }
 
-TensorCore::TensorCore(sc_core::sc_module_name name, const TensorCoreParams& p, double clock_hz,
+TensorCore::TensorCore(sc_core::sc_module_name name, const TensorCoreParams& p, const ClockDomain& clock,
                        TensorCoreStats& stats)
-    : sc_module(name), p_(p), clock_hz_(clock_hz), stats_(stats) {}
+    : sc_module(name), p_(p), clock_(clock), stats_(stats) {}
 
 double TensorCore::macs_per_clock(Dtype d, bool sparse) const {
   const double dense = p_.per_sm * p_.macs_per_clock.of(d);
@@ -28,7 +28,7 @@ double TensorCore::execute(double now, double macs, Dtype d, bool sparse, OpCoun
   if (macs <= 0) return now;
   const double rate = macs_per_clock(d, sparse);
   assert(rate > 0 && "lowering must reject formats the tensor core lacks");
-  const double duration = macs / rate / clock_hz_;
+  const double duration = macs / rate / clock_.hz();
   const double end = unit_.reserve_for(now, now, duration);
   stats_.busy->value += duration;
   stats_.macs[static_cast<int>(d)]->value += macs;

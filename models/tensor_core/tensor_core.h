@@ -3,6 +3,7 @@
 // macs / (per_sm x MACs-per-clock[dtype]) cycles, twice as fast on 2:4-sparse weights where
 // supported. CTAs resident on the same SM queue for it.
 #include "models/common/bandwidth_resource.h"
+#include "models/common/clock_domain.h"
 #include "models/common/op_counters.h"
 #include "models/common/stats.h"
 #include "models/common/systemc.h"
@@ -18,17 +19,17 @@ struct TensorCoreStats {
 
 class TensorCore : public sc_core::sc_module {
  public:
-  TensorCore(sc_core::sc_module_name name, const TensorCoreParams& p, double clock_hz, TensorCoreStats& stats);
+  TensorCore(sc_core::sc_module_name name, const TensorCoreParams& p, const ClockDomain& clock, TensorCoreStats& stats);
 
   // MACs per clock for this SM; 0 if the format is unsupported.
   double macs_per_clock(Dtype d, bool sparse) const;
   // Starts MMA work at `now` (queued behind earlier work); returns its end time in seconds.
   double execute(double now, double macs, Dtype d, bool sparse, OpCounters& c);
-  double drain_s() const { return p_.mma_latency_cycles / clock_hz_; }
+  double drain_s() const { return p_.mma_latency_cycles / clock_.hz(); }
 
  private:
   TensorCoreParams p_;
-  double clock_hz_;
+  const ClockDomain& clock_;
   BandwidthResource unit_;
   TensorCoreStats& stats_;
 };

@@ -126,7 +126,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
       ("config,c", po::value<std::string>(), "hardware description (YAML), e.g. configs/h100-sxm.yaml")
       ("trace,t", po::value<std::string>(), "workload trace (.yaml or .jsonl), e.g. traces/gemm/bf16-8192.yaml")
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value: --set hbm.data_rate=\"6.4 GT/s\" (repeatable)")
-      ("trace-set", po::value<std::vector<std::string>>()->composing(), "override every op's dtype, weight_dtype or sparsity: --trace-set dtype=fp8 (repeatable)")
+      ("trace-set", po::value<std::vector<std::string>>()->composing(), "override every op's dtype, weight_dtype, sparsity or switching: --trace-set dtype=fp8 (repeatable)")
       ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, report.html, summary.md, ops.csv, timeline.json (Chrome trace events), resolved-config.yaml")
       ("show-ops", po::value<int>()->default_value(20), "ops listed on the terminal (the longest ones)");
   add_limits(d);

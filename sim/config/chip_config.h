@@ -6,6 +6,7 @@
 #include "models/accelerator/accelerator_params.h"
 #include "models/interconnect/interconnect_params.h"
 #include "models/memory/memory_params.h"
+#include "models/power/power_params.h"
 #include "models/sm/kernel_params.h"
 #include "models/sm/sm_params.h"
 #include "models/tensor_core/tensor_core_params.h"
@@ -27,6 +28,7 @@ struct GpuConfig {
   HbmParams hbm;
   KernelLibParams kernels;
   EnergyConfig energy;
+  PowerParams power;
   // A multi-GPU system of these chips (one GPU by default).
   SystemParams system;
   NvlinkParams nvlink;

@@ -310,6 +310,49 @@ void resolve_failed_links(LoadedConfig& cfg) {
   }
 }
 
+// Parses power.vf_curve ("CLOCK at VOLTAGE") and checks the power section of a capped chip: a
+// monotone curve that reaches the boost clock, boost at or above base, and a limit above what
+// the chip draws idle at its lowest clock (the governor could never meet it).
+void resolve_power(LoadedConfig& cfg) {
+  if (cfg.chip.kind != "gpu") return;
+  PowerParams& p = cfg.chip.gpu.power;
+  p.vf_curve.clear();
+  for (size_t i = 0; i < p.vf_curve_text.size(); ++i) {
+    const std::string& t = p.vf_curve_text[i];
+    const std::string where = "point " + std::to_string(i + 1) + " '" + t + "'";
+    const size_t at = t.find(" at ");
+    if (at == std::string::npos) fail_at_key(cfg, "power.vf_curve", where + " is not CLOCK at VOLTAGE (e.g. \"1.98 GHz at 0.8 V\")");
+    VfPoint v;
+    try {
+      v.clock_hz = units::parse(t.substr(0, at), units::Dim::Frequency).value;
+      v.voltage_v = units::parse(t.substr(at + 4), units::Dim::Voltage).value;
+    } catch (const std::invalid_argument& e) {
+      fail_at_key(cfg, "power.vf_curve", where + ": " + e.what());
+    }
+    if (!(v.clock_hz > 0) || !(v.voltage_v > 0)) fail_at_key(cfg, "power.vf_curve", where + ": clock and voltage must be positive");
+    if (!p.vf_curve.empty() && (v.clock_hz <= p.vf_curve.back().clock_hz || v.voltage_v < p.vf_curve.back().voltage_v))
+      fail_at_key(cfg, "power.vf_curve", where + " is not monotone: clocks must rise from point to point and voltages never fall");
+    p.vf_curve.push_back(v);
+  }
+  if (p.base_clock_hz > 0 && p.boost_clock_hz > 0 && p.boost_clock_hz < p.base_clock_hz)
+    fail_at_key(cfg, "power.boost_clock", "is below power.base_clock");
+  if (!p.capped()) return;
+  if (!cfg.energy_table) fail_at_key(cfg, "power.mode", "capped needs an energy table (energy.table) to price the chip's power");
+  if (p.boost_clock_hz <= 0) fail_at_key(cfg, "power.boost_clock", "is required when power.mode is capped");
+  if (p.vf_curve.empty()) fail_at_key(cfg, "power.vf_curve", "is required when power.mode is capped (at least one point)");
+  if (p.boost_clock_hz > p.vf_curve.back().clock_hz * (1 + 1e-9))
+    fail_at_key(cfg, "power.boost_clock", "is above the highest clock of power.vf_curve (" +
+                                              units::format(p.vf_curve.back().clock_hz, units::Dim::Frequency) + ")");
+  if (p.peak_ratio > 0 && p.peak_ratio < 1) fail_at_key(cfg, "power.peak_ratio", "must be 0 (none) or at least 1");
+  if (p.control_period_s > p.time_constant_s) fail_at_key(cfg, "power.control_period", "must not exceed power.time_constant");
+  const energy::Table& t = *cfg.energy_table;
+  const double r = p.vf_curve.front().voltage_v / t.nominal_voltage;
+  const double idle = p.idle_floor_w + t.static_power_w * cfg.chip.gpu.noc.dies * r * r;
+  if (p.limit_w <= idle)
+    fail_at_key(cfg, "power.limit", "is at or below what the chip draws idle at its lowest clock (" + units::format(idle, units::Dim::Power) +
+                                        ": power.idle_floor + leakage); the governor could never meet it");
+}
+
 }  // namespace
 
 LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -407,6 +450,7 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
   load_table(out);
   check_consistency(out);
   resolve_failed_links(out);
+  resolve_power(out);
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -34,7 +35,8 @@ energy::Table load(const std::string& path, int depth) {
   const YAML::Node root = load_yaml_file(path);
   if (!root.IsMap()) fail(yaml_loc(path, root), "", "an energy table must be a mapping");
   const std::set<std::string> keys = {"node", "kind", "description", "base", "dynamic_scale", "nominal_voltage",
-                                      "static_power", "idle_power", "threshold_voltage", "alpha", "actions"};
+                                      "static_power", "idle_power", "threshold_voltage", "alpha", "actions",
+                                      "class_scale", "data_dependent_share"};
   std::string kind = "gpu";
   if (const YAML::Node k = root["kind"]) {
     if (!k.IsScalar() || (k.Scalar() != "gpu" && k.Scalar() != "accelerator"))
@@ -73,8 +75,33 @@ energy::Table load(const std::string& path, int depth) {
       if (!(scale > 0 && scale <= 100)) fail(yaml_loc(path, s), "dynamic_scale", "must be in (0, 100]");
     }
     for (auto& [name, j] : t.joules) j *= scale;
-  } else if (root["dynamic_scale"]) {
-    fail(yaml_loc(path, root["dynamic_scale"]), "dynamic_scale", "scales a base table; name one with 'base'");
+    // Per-class factors on the base's actions (a fit of a few factors to measured power:
+    // docs/energy-model.md), before this table's own actions.
+    if (const YAML::Node cs = root["class_scale"]) {
+      if (!cs.IsMap()) fail(yaml_loc(path, cs), "class_scale", "expected a mapping of energy class to factor");
+      for (const auto& kv : cs) {
+        const std::string cls = kv.first.Scalar();
+        std::vector<std::string> classes;
+        for (int c = 0; c < 5; ++c) classes.push_back(energy::class_name(static_cast<energy::Class>(c)));
+        const auto it = std::find(classes.begin(), classes.end(), cls);
+        if (it == classes.end()) {
+          const std::string hint = closest_match(cls, classes);
+          fail(yaml_loc(path, kv.first), "class_scale." + cls,
+               "unknown energy class" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+        }
+        const double f = quantity(path, kv.second, "class_scale." + cls, units::Dim::None);
+        if (!(f > 0 && f <= 100)) fail(yaml_loc(path, kv.second), "class_scale." + cls, "must be in (0, 100]");
+        for (const auto& a : list)
+          if (energy::class_name(a.cls) == cls && t.joules.count(a.name)) t.joules[a.name] *= f;
+      }
+    }
+  } else if (root["dynamic_scale"] || root["class_scale"]) {
+    const char* k = root["dynamic_scale"] ? "dynamic_scale" : "class_scale";
+    fail(yaml_loc(path, root[k]), k, "scales a base table; name one with 'base'");
+  }
+  if (const YAML::Node v = root["data_dependent_share"]) {
+    t.data_dependent_share = quantity(path, v, "data_dependent_share", units::Dim::None);
+    if (t.data_dependent_share > 1) fail(yaml_loc(path, v), "data_dependent_share", "must be in [0, 1]");
   }
   if (root["node"]) t.node = root["node"].Scalar();
   if (const YAML::Node v = root["nominal_voltage"]) {
@@ -118,7 +145,7 @@ energy::Table load(const std::string& path, int depth) {
   }
   if (depth == 0)
     for (const auto& a : list)
-      if (!t.joules.count(a.name))
+      if (!t.joules.count(a.name) && !a.optional)
         throw UserError(path + ": missing action 'actions." + a.name + "' (" + a.meaning + ")");
   return t;
 }

@@ -9,7 +9,9 @@ AddressMap GpuSystem::address_map(const config::GpuConfig& cfg) {
 }
 
 GpuSystem::GpuSystem(sc_core::sc_module_name name, const config::GpuConfig& cfg, StatRegistry& stats)
-    : sc_module(name), sm_stats_(SmStats::make(stats, std::string(this->name()) + ".sm")) {
+    : sc_module(name),
+      sm_stats_(SmStats::make(stats, std::string(this->name()) + ".sm")),
+      clock_(cfg.power.capped() ? cfg.power.boost_clock_hz : cfg.sm.clock_hz) {
   const double clk = cfg.sm.clock_hz;
   const AddressMap map = address_map(cfg);
   noc_ = std::make_unique<Crossbar>("noc", cfg.noc, cfg.sm.count, clk, map, stats);
@@ -17,7 +19,7 @@ GpuSystem::GpuSystem(sc_core::sc_module_name name, const config::GpuConfig& cfg,
   hbm_ = std::make_unique<Hbm>("hbm", cfg.hbm, map, stats);
   std::vector<Sm*> raw;
   for (int i = 0; i < cfg.sm.count; ++i) {
-    sms_.push_back(std::make_unique<Sm>(("sm" + std::to_string(i)).c_str(), i, cfg.sm, cfg.tensor_core, sm_stats_));
+    sms_.push_back(std::make_unique<Sm>(("sm" + std::to_string(i)).c_str(), i, cfg.sm, cfg.tensor_core, clock_, sm_stats_));
     sms_.back()->mem.bind(noc_->sm_side);
     raw.push_back(sms_.back().get());
   }

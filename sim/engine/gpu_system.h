@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/common/clock_domain.h"
 #include "models/common/stats.h"
 #include "models/memory/crossbar.h"
 #include "models/memory/hbm.h"
@@ -19,11 +20,13 @@ class GpuSystem : public sc_core::sc_module {
   GpuSystem(sc_core::sc_module_name name, const config::GpuConfig& cfg, StatRegistry& stats);
 
   CtaDispatcher& dispatcher() { return *dispatcher_; }
+  ClockDomain& clock() { return clock_; }
   void finalize(double end_s) { hbm_->finalize(end_s); }
   static AddressMap address_map(const config::GpuConfig& cfg);
 
  private:
   SmStats sm_stats_;
+  ClockDomain clock_;  // the SMs' clock: sm.clock, or the governor's choice (power.mode: capped)
   std::vector<std::unique_ptr<Sm>> sms_;
   std::unique_ptr<Crossbar> noc_;
   std::unique_ptr<L2Cache> l2_;

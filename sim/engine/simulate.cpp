@@ -16,6 +16,7 @@
 #include "sim/config/limits.h"
 #include "sim/config/units.h"
 #include "sim/engine/gpu_system.h"
+#include "sim/engine/power_manager.h"
 #include "sim/engine/workload_driver.h"
 #include "sim/lower/accel_lowering.h"
 #include "sim/report/report.h"
@@ -199,11 +200,15 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
   std::vector<std::unique_ptr<GpuSystem>> systems;
   std::map<int, CtaDispatcher*> dispatcher_of;
   std::vector<CtaDispatcher*> dispatchers;
+  std::unique_ptr<PowerManager> power;
+  if (g.power.capped()) power = std::make_unique<PowerManager>(g.power, *cfg.energy_table, g.noc.dies);
+  std::map<int, int> governor_of;  // device -> its governor in `power`
   for (int d : placement.simulated) {
     const std::string name = d == 0 ? "gpu" : "gpu" + std::to_string(d);
     systems.push_back(std::make_unique<GpuSystem>(name.c_str(), g, out.stats));
     dispatcher_of[d] = &systems.back()->dispatcher();
     dispatchers.push_back(&systems.back()->dispatcher());
+    if (power) governor_of[d] = power->add_gpu(systems.back()->clock());
   }
   bool any_collective = false;
   for (const auto& op : t.ops) any_collective = any_collective || op.is_collective();
@@ -235,7 +240,10 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
       }
       size_t k = 0;
       for (int d : r.devices)
-        if (dispatcher_of.count(d)) dops[i].kernels.emplace_back(&runs[i][k++], dispatcher_of[d]);
+        if (dispatcher_of.count(d)) {
+          if (power) power->add_run(governor_of[d], &runs[i][k], op.switching);
+          dops[i].kernels.emplace_back(&runs[i][k++], dispatcher_of[d]);
+        }
     }
     preds[i] = op.deps;
     for (int d : r.devices) {
@@ -255,13 +263,18 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
   inject_faults(t, runs);
   WorkloadDriver driver("driver", dops, std::move(preds), g.kernels.launch_gap_s, dispatchers, fabric.get(),
                         g.collectives);
-  driver.run_watched(window);
+  if (power)
+    driver.run_watched(window, g.power.control_period_s, [&](double a, double b) { power->tick(a, b); });
+  else
+    driver.run_watched(window);
   if (!driver.stall().empty()) {
     out.stall = driver.stall();
     return;
   }
   const double end = sc_core::sc_time_stamp().to_seconds();
   for (auto& sys : systems) sys->finalize(end);
+  if (power)
+    for (int d : placement.simulated) out.power_tracks.push_back(power->track(governor_of[d]));
   for (size_t i = 0; i < n; ++i) {
     OpResult& r = out.ops[i];
     r.lowered = std::move(lowered[i]);
@@ -269,6 +282,7 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
     r.end_s = dops[i].end_s;
     if (!r.collective) {
       r.run = runs[i].front();
+      if (power) r.core_scale = power->core_scale(&runs[i].front());
       for (const KernelRun& k : runs[i]) r.all_devices += k.counters;
       // Representative detail: the mirrored GPUs did what the simulated one did.
       if (placement.representative && r.devices.size() > 1) r.all_devices.scale(static_cast<double>(r.devices.size()));

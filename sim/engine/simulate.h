@@ -3,6 +3,7 @@
 // SystemC elaborates once per process, so a process runs at most one simulation through
 // `simulate`; `simulate_isolated` runs it in a forked child and returns the report JSON, for
 // tests and sweeps that need many runs in one process.
+#include "models/power/governor.h"
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct OpResult {
   CollectiveJob job;
   CollectiveRun coll;
   double start_s = 0, end_s = 0;  // the whole op, over all its GPUs
+  // power.mode capped: the (V / nominal)^2 its core-rail energy ran at on its first GPU (1 at
+  // a fixed clock, where the configured voltage applies).
+  double core_scale = 1;
 };
 
 struct SimResult {
@@ -35,6 +39,8 @@ struct SimResult {
   int gpus = 1;                      // GPUs in the system
   std::vector<int> simulated_gpus;   // GPUs whose SMs and memory were simulated
   bool representative = false;       // one GPU simulated, the others mirror it
+  // power.mode capped: each simulated GPU's governor windows, in simulated_gpus order.
+  std::vector<std::vector<PowerSample>> power_tracks;
   // Set when the watchdog stopped a simulation that could not finish (the stuck ops, where);
   // nothing else in the result is then meaningful. Returned rather than thrown: an exception
   // raised after SystemC has switched coroutine stacks confuses AddressSanitizer.

@@ -74,14 +74,33 @@ void WorkloadDriver::record_stall(const std::string& why) {
   stall_ = os.str();
 }
 
-void WorkloadDriver::run_watched(double window_s) {
+void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tick) {
   const sc_core::sc_time window(window_s, sc_core::SC_SEC);
-  sc_core::sc_time until = sc_core::SC_ZERO_TIME;
+  const sc_core::sc_time tick_len(tick ? tick_s : 0, sc_core::SC_SEC);
+  sc_core::sc_time watch = sc_core::SC_ZERO_TIME, ticked = sc_core::SC_ZERO_TIME;
+  bool started = false;
   for (uint64_t seen = progress();;) {
-    // Stops early when run() calls sc_stop (all done, or a livelock) or the events run out; the
-    // clock may then rest at the last event before the window's end.
-    until += window;
-    sc_core::sc_start(until - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+    // One watchdog window, in the governor's slices where there is one. sc_start stops early
+    // when run() calls sc_stop (all done, or a livelock) or the events run out; the clock may
+    // then rest at the last event before the slice's end.
+    watch += window;
+    for (;;) {
+      const sc_core::sc_time until = tick ? std::min(ticked + tick_len, watch) : watch;
+      // A governor's slice with no event in it has nothing to run (sc_start would only warn);
+      // before the first start the processes have not run yet, so nothing is pending.
+      if (!tick || !started || sc_core::sc_time_to_pending_activity() <= until - sc_core::sc_time_stamp())
+        sc_core::sc_start(until - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+      started = true;
+      const bool finished = all_done() || !stall_.empty() || !sc_core::sc_pending_activity();
+      if (tick) {
+        // Time rests at the last event before `until` when the next one lies beyond it: nothing
+        // happens in between, so the slice still ends at `until`.
+        const sc_core::sc_time end = finished ? sc_core::sc_time_stamp() : until;
+        if (end > ticked) tick(ticked.to_seconds(), end.to_seconds());
+        ticked = std::max(ticked, end);
+      }
+      if (until == watch || finished) break;
+    }
     if (all_done() || !stall_.empty()) return;
     if (!sc_core::sc_pending_activity()) {
       record_stall("no events left after " + units::format(sc_core::sc_time_stamp().to_seconds(), units::Dim::Time) +
@@ -91,7 +110,7 @@ void WorkloadDriver::run_watched(double window_s) {
     const uint64_t now = progress();
     if (now == seen) {
       record_stall("no CTA and no op finished in " + units::format(window_s, units::Dim::Time) +
-                   " of simulated time, up to " + units::format(until.to_seconds(), units::Dim::Time) +
+                   " of simulated time, up to " + units::format(watch.to_seconds(), units::Dim::Time) +
                    " (the stall_s limit; --limit stall_s=S allows longer)");
       return;
     }

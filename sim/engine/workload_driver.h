@@ -10,6 +10,7 @@
 // sc_start, not a process of their own: a timed event in the kernel's queue would reorder
 // same-instant events and move results.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,8 +39,12 @@ class WorkloadDriver : public sc_core::sc_module {
                  const CollectiveParams& collectives);
   bool all_done() const { return done_ == ops_.size(); }
   // Runs the simulation to the end, or until the watchdog stops it: `window_s` of simulated time
-  // with no CTA and no op finished, or no events left with ops unfinished.
-  void run_watched(double window_s);
+  // with no CTA and no op finished, or no events left with ops unfinished. With `tick`, the
+  // simulation also pauses every `tick_s` (and once at the end) and calls tick(start, end) for
+  // the slice just run: the power governor's control windows. Without it, the slices are the
+  // watchdog's alone, as before.
+  using Tick = std::function<void(double start_s, double end_s)>;
+  void run_watched(double window_s, double tick_s = 0, const Tick& tick = nullptr);
   // Why the simulation stopped with work left (the stuck ops, where each was); empty if it did
   // not.
   const std::string& stall() const { return stall_; }

@@ -45,6 +45,7 @@ const char* bound_color(const std::string& b) {
   if (b.find("L2") != std::string::npos) return "#f28e2b";
   if (b.find("SIMT") != std::string::npos || b.find("SFU") != std::string::npos) return "#59a14f";
   if (b.find("NVLink") != std::string::npos || b.find("network") != std::string::npos) return "#b07aa1";
+  if (b == "power") return "#edc948";
   return "#9c9c9c";  // latency and the rest
 }
 
@@ -318,6 +319,46 @@ std::string run_html(const Report& rep) {
   for (auto& [_, s] : by_bound) roof.series.push_back(s);
   b << render(roof);
 
+  // Power management: chip power and SM clock over time, on the first simulated GPU.
+  if (rep.power.capped && !rep.power.tracks.empty() && !rep.power.tracks.front().empty()) {
+    const std::vector<PowerSample>& track = rep.power.tracks.front();
+    // At most ~600 points: windows are merged into equal bins of time.
+    const double end = track.back().end_s;
+    const size_t bins = std::min<size_t>(track.size(), 600);
+    std::vector<double> tsum(bins, 0), p(bins, 0), avg(bins, 0), clk(bins, 0);
+    for (const PowerSample& s : track) {
+      const size_t i = std::min(bins - 1, static_cast<size_t>(s.start_s / end * static_cast<double>(bins)));
+      const double dt = s.end_s - s.start_s;
+      tsum[i] += dt, p[i] += s.power_w * dt, avg[i] += s.filtered_w * dt, clk[i] += s.clock_hz * dt;
+    }
+    Series pw{"chip power", "#e15759", {}, {}, {}, true, false, false};
+    Series av{"average (the limit's)", "#4e79a7", {}, {}, {}, true, false, false};
+    Series ck{"SM clock", "#59a14f", {}, {}, {}, true, false, false};
+    for (size_t i = 0; i < bins; ++i) {
+      if (tsum[i] <= 0) continue;
+      const double x = (static_cast<double>(i) + 0.5) * end / static_cast<double>(bins) * 1e3;
+      pw.x.push_back(x), pw.y.push_back(p[i] / tsum[i]);
+      av.x.push_back(x), av.y.push_back(avg[i] / tsum[i]);
+      ck.x.push_back(x), ck.y.push_back(clk[i] / tsum[i] / 1e6);
+    }
+    XY pc;
+    pc.id = "power";
+    pc.title = "Chip power over time (limit " + num(rep.power.limit_w) + " W)";
+    pc.xlabel = "time (ms)";
+    pc.ylabel = "W";
+    Series lim{"limit", "#333", {0, end * 1e3}, {rep.power.limit_w, rep.power.limit_w}, {}, true, false, true};
+    pc.series = {pw, av, lim};
+    b << render(pc);
+    XY cc;
+    cc.id = "clock";
+    cc.title = "SM clock the governor chose";
+    cc.xlabel = "time (ms)";
+    cc.ylabel = "MHz";
+    Series boost{"boost clock", "#333", {0, end * 1e3}, {rep.power.boost_clock_hz / 1e6, rep.power.boost_clock_hz / 1e6}, {}, true, false, true};
+    cc.series = {ck, boost};
+    b << render(cc);
+  }
+
   // Energy by class, for the whole run and the ops that spend the most.
   if (t.has_energy) {
     Bars e;
@@ -326,10 +367,13 @@ std::string run_html(const Report& rep) {
     e.unit = "J";
     for (int c = 0; c < 5; ++c) e.segment_names.push_back(energy::class_name(static_cast<energy::Class>(c)));
     e.segment_names.push_back("static");
+    const bool uncore = t.uncore_j > 0;
+    if (uncore) e.segment_names.push_back("uncore");
     auto add = [&](const std::string& label, const Metrics& m) {
       e.labels.push_back(label);
       std::vector<double> v(m.class_j, m.class_j + 5);
       v.push_back(m.static_j);
+      if (uncore) v.push_back(m.uncore_j);
       e.values.push_back(v);
       std::vector<std::string> cols;
       for (size_t j = 0; j < v.size(); ++j) cols.push_back(color(j));

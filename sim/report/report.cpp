@@ -12,6 +12,7 @@
 #include "models/interconnect/collective.h"
 #include "sim/config/units.h"
 #include "sim/report/json_writer.h"
+#include "sim/report/power.h"
 #include "sim/version.h"
 
 namespace xpusim::report {
@@ -111,6 +112,7 @@ void write_metrics(JsonWriter& w, const Metrics& m) {
     w.end_object();
   }
   w.field("bound", m.bound);
+  write_power_metrics(w, m);
   if (m.has_energy) {
     w.key("energy").begin_object();
     w.field("total_j", m.energy_j).field("dynamic_j", m.dynamic_j).field("static_j", m.static_j);
@@ -127,6 +129,7 @@ void write_metrics(JsonWriter& w, const Metrics& m) {
     w.key("classes").begin_object();
     for (int c = 0; c < 5; ++c) w.field(energy::class_name(static_cast<energy::Class>(c)), m.class_j[c]);
     w.field("static", m.static_j);
+    if (m.uncore_j > 0) w.field("uncore", m.uncore_j);
     w.end_object();
     w.key("actions").begin_object();
     for (const auto& [name, j] : m.action_j) w.field(name, j);
@@ -143,15 +146,20 @@ void set_energy(Metrics& m, const energy::Breakdown& b, const std::string& kind,
   m.energy_j = b.total_j();
   m.power_w = m.time_s > 0 ? m.energy_j / m.time_s : 0;
   for (int i = 0; i < 5; ++i) m.class_j[i] = b.class_j[i];
-  for (const auto& a : energy::actions(kind)) m.action_j.emplace_back(a.name, b.action_j.at(a.name));
+  for (const auto& a : energy::actions(kind))
+    if (const auto it = b.action_j.find(a.name); it != b.action_j.end()) m.action_j.emplace_back(a.name, it->second);
   m.instructions = instructions;
   m.ops = m.flops;
 }
 
-void add_energy(Metrics& m, const OpCounters& c, double refreshes, const energy::Table& t, double voltage,
-                double static_w) {
-  set_energy(m, energy::price(c, refreshes, m.time_s, t, voltage, static_w), "gpu",
+// `uncore_w`: power.idle_floor (times GPUs), drawn whatever runs.
+void add_energy(Metrics& m, const OpCounters& c, double refreshes, const energy::Table& t, const energy::Scaling& s,
+                double static_w, double uncore_w) {
+  set_energy(m, energy::price(c, refreshes, m.time_s, t, s, static_w), "gpu",
              c.lane_instr_simt + c.lane_instr_mem + c.instr_mma);
+  m.uncore_j = uncore_w * m.time_s;
+  m.energy_j += m.uncore_j;
+  m.power_w = m.time_s > 0 ? m.energy_j / m.time_s : 0;
 }
 
 std::string fmt(const char* f, double v) {
@@ -393,6 +401,36 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
   // Whole-run utilisation of SM slots is not meaningful across kernels of different occupancy;
   // the total reports it against the largest. Capacities are the whole system's.
   rep.total = metrics(total, 0, r.end_s, total_flops, 0, total_min_bytes, total_resident_capacity, g, r.gpus);
+
+  // Power management: each op over its span on its first GPU; the total on the first simulated GPU.
+  std::vector<SpanPower> spans(t.ops.size());
+  SpanPower total_span;
+  if (g.power.capped() && cfg.energy_table && !r.power_tracks.empty()) {
+    const double vn = cfg.energy_table->nominal_voltage;
+    PowerInfo& p = rep.power;
+    p.capped = true;
+    p.limit_w = g.power.limit_w;
+    p.peak_ratio = g.power.peak_ratio;
+    p.base_clock_hz = g.power.base_clock_hz;
+    p.boost_clock_hz = g.power.boost_clock_hz;
+    p.idle_floor_w = g.power.idle_floor_w;
+    p.time_constant_s = g.power.time_constant_s;
+    p.start = g.power.start;
+    p.gpus = r.simulated_gpus;
+    for (const auto& tr : r.power_tracks) {
+      for (const PowerSample& x : tr) p.peak_filtered_w = std::max(p.peak_filtered_w, x.filtered_w);
+      p.tracks.push_back(merge_steady(tr));
+    }
+    for (size_t i = 0; i < t.ops.size(); ++i) {
+      if (r.ops[i].collective || r.ops[i].devices.empty()) continue;
+      const auto it = std::find(r.simulated_gpus.begin(), r.simulated_gpus.end(), r.ops[i].devices.front());
+      const size_t k = it == r.simulated_gpus.end() ? 0 : static_cast<size_t>(it - r.simulated_gpus.begin());
+      spans[i] = over_span(r.power_tracks[k], rep.ops[i].m.start_s, rep.ops[i].m.end_s, vn);
+      set_power(rep.ops[i].m, spans[i]);
+    }
+    total_span = over_span(r.power_tracks.front(), 0, r.end_s, vn);
+    set_power(rep.total, total_span);
+  }
   if (cfg.energy_table) {
     const energy::Table& table = *cfg.energy_table;
     rep.energy_table = std::filesystem::proximate(table.file).string();
@@ -408,15 +446,30 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
       if (st.name.size() > 10 && st.name.rfind(".refreshes") == st.name.size() - 10) refreshes += st.value;
     if (!r.simulated_gpus.empty()) refreshes *= static_cast<double>(r.gpus) / static_cast<double>(r.simulated_gpus.size());
     const double static_w = table.static_power_w * g.noc.dies;
+    const double uncore_w = g.power.idle_floor_w;
+    // At a fixed clock the configured voltage prices everything; under the governor each op's
+    // core-rail energy is priced at the voltages it ran (and its leakage at their mean).
+    const energy::Scaling fixed{energy::dynamic_scale(table, rep.voltage), energy::static_scale(table, rep.voltage), 1};
+    double weight = 0, core_sum = 0, switching_sum = 0;
     // Refresh belongs to no kernel: each op gets the share of its own duration (per GPU).
     for (size_t i = 0; i < rep.ops.size(); ++i) {
       Metrics& m = rep.ops[i].m;
       const double per_gpu = r.end_s > 0 ? refreshes / r.gpus * m.time_s / r.end_s : 0;
       // A collective's energy is its links' and its participants' leakage; a compute op's is one GPU's.
       const double gpus_here = r.ops[i].collective ? static_cast<double>(r.ops[i].devices.size()) : 1.0;
-      add_energy(m, op_counters[i], r.ops[i].collective ? 0 : per_gpu, table, rep.voltage, static_w * gpus_here);
+      energy::Scaling s = fixed;
+      if (rep.power.capped) s = {r.ops[i].core_scale, spans[i].leakage_scale, 1};
+      s.switching = t.ops[i].switching;
+      add_energy(m, op_counters[i], r.ops[i].collective ? 0 : per_gpu, table, s, static_w * gpus_here, uncore_w * gpus_here);
+      weight += m.dynamic_j;
+      core_sum += m.dynamic_j * s.core;
+      switching_sum += m.dynamic_j * s.switching;
     }
-    add_energy(rep.total, total, refreshes, table, rep.voltage, static_w * r.gpus);
+    // The whole run's counters at the dynamic-energy-weighted means of the ops' scalings.
+    energy::Scaling s = fixed;
+    if (rep.power.capped) s = {weight > 0 ? core_sum / weight : 1, total_span.leakage_scale, 1};
+    if (weight > 0) s.switching = switching_sum / weight;
+    add_energy(rep.total, total, refreshes, table, s, static_w * r.gpus, uncore_w * r.gpus);
     if (t.tokens > 0) rep.total.joules_per_token = rep.total.energy_j / t.tokens;
   }
   for (const Stat& s : r.stats.all()) {
@@ -439,6 +492,7 @@ std::string to_json(const Report& rep) {
   w.field("sms", static_cast<long long>(rep.sms)).field("sm_clock_hz", rep.clock_hz);
   w.field("hbm_peak_bandwidth", rep.hbm_peak).field("hbm_sustained_bandwidth", rep.hbm_sustained);
   w.field("l2_bandwidth", rep.l2_peak).field("fp32_peak_tflops", rep.fp32_peak_tflops);
+  if (rep.power.capped) write_power_settings(w, rep.power);
   if (!rep.energy_table.empty()) {
     w.key("energy").begin_object();
     w.field("table", rep.energy_table).field("node", rep.energy_node);
@@ -582,6 +636,9 @@ std::string total_line(const Report& rep) {
        << units::format(m.hbm_bandwidth, units::Dim::Bandwidth) << " (" << pct(m.hbm_bandwidth_util) << " of "
        << units::format(rep.hbm_peak, units::Dim::Bandwidth) << " peak), L2 hit rate " << pct(m.l2_hit_rate);
   os << ", bound: " << m.bound;
+  if (m.has_power)
+    os << "; SM clock " << fmt("%.0f", m.clock_hz / 1e6) << " MHz on average (" << pct(m.throttled_share)
+       << " of the time held below boost by the " << fmt("%.0f", rep.power.limit_w) << " W limit)";
   if (m.has_energy) {
     os << "; energy " << fmt("%.4g", m.energy_j) << " J (" << fmt(m.power_w >= 10 ? "%.0f" : "%.3g", m.power_w) << " W average, "
        << fmt("%.2f", m.energy_j > 0 ? m.ops / m.energy_j / 1e12 : 0) << " TOPS/W";
@@ -635,62 +692,6 @@ std::string to_markdown(const Report& rep, double wall_s) {
   for (const auto& o : rep.ops) os << "- `" << o.name << "`: " << o.lowering << "\n";
   os << "\nSimulated in " << fmt("%.2f", wall_s) << " s of wall time.\n";
   return os.str();
-}
-
-std::string to_timeline(const Report& rep) {
-  JsonWriter w;
-  w.begin_object();
-  w.key("displayTimeUnit").value("ns");
-  w.key("traceEvents").begin_array();
-  std::vector<int> gpus;
-  for (const OpReport& o : rep.ops)
-    for (int d : o.devices)
-      if (std::find(gpus.begin(), gpus.end(), d) == gpus.end()) gpus.push_back(d);
-  std::sort(gpus.begin(), gpus.end());
-  for (int d : gpus) {
-    w.begin_object().field("name", "process_name").field("ph", "M").field("pid", static_cast<long long>(d));
-    w.key("args").begin_object().field("name", rep.config_name + " GPU " + std::to_string(d)).end_object();
-    w.end_object();
-  }
-  for (const OpReport& o : rep.ops)
-    for (int d : o.devices) {
-      const Metrics& m = o.m;
-      w.begin_object().field("name", o.name).field("cat", o.kind).field("ph", "X");
-      w.field("ts", m.start_s * 1e6).field("dur", m.time_s * 1e6);
-      w.field("pid", static_cast<long long>(d)).field("tid", static_cast<long long>(o.stream));
-      w.key("args").begin_object().field("shape", o.shape).field("bound", m.bound);
-      if (m.collective) w.field("algorithm", m.algorithm).field("busbw_GBps", m.busbw / 1e9);
-      else w.field("tflops", m.tflops);
-      w.end_object();
-      w.end_object();
-    }
-  // Counter tracks per GPU: HBM bandwidth and tensor-core utilisation over time, each op's
-  // average spread evenly over its span (the sum of the ops running at once; an SPMD op's
-  // bytes split evenly over its GPUs). Steps at op boundaries, not samples inside an op.
-  for (int d : gpus) {
-    std::vector<std::tuple<double, double, double>> edges;  // time, d(bandwidth), d(utilisation)
-    for (const OpReport& o : rep.ops) {
-      if (std::find(o.devices.begin(), o.devices.end(), d) == o.devices.end() || o.m.time_s <= 0) continue;
-      const double bw = o.m.hbm_bandwidth / static_cast<double>(o.devices.size());
-      edges.emplace_back(o.m.start_s, bw, o.m.tensor_util);
-      edges.emplace_back(o.m.start_s + o.m.time_s, -bw, -o.m.tensor_util);
-    }
-    std::sort(edges.begin(), edges.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
-    double bw = 0, util = 0;
-    for (size_t i = 0; i < edges.size(); ++i) {
-      bw += std::get<1>(edges[i]);
-      util += std::get<2>(edges[i]);
-      if (i + 1 < edges.size() && std::get<0>(edges[i + 1]) == std::get<0>(edges[i])) continue;  // same instant
-      const double ts = std::get<0>(edges[i]) * 1e6;
-      w.begin_object().field("name", "HBM bandwidth").field("ph", "C").field("ts", ts).field("pid", static_cast<long long>(d));
-      w.key("args").begin_object().field("GB/s", std::max(0.0, bw) / 1e9).end_object().end_object();
-      w.begin_object().field("name", "tensor cores").field("ph", "C").field("ts", ts).field("pid", static_cast<long long>(d));
-      w.key("args").begin_object().field("busy %", std::clamp(util, 0.0, 1.0) * 100).end_object().end_object();
-    }
-  }
-  w.end_array();
-  w.end_object();
-  return w.str();
 }
 
 }  // namespace xpusim::report

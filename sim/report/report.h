@@ -33,6 +33,13 @@ struct Metrics {
   double instructions = 0;  // lane instructions (SIMT, memory) + matrix instructions
   double ops = 0;           // flops (or integer ops) counted for TOPS/W
   double joules_per_token = 0;
+  double uncore_j = 0;      // power.idle_floor x time (in energy_j; its own class)
+  // Power management (power.mode capped), over the op's span on its first GPU
+  bool has_power = false;
+  double clock_hz = 0;         // mean SM clock the governor ran
+  double voltage = 0;          // mean core voltage
+  double chip_power_w = 0;     // mean power of the whole chip (every op running then, leakage, uncore)
+  double throttled_share = 0;  // share of the time the limit held the clock below boost
   // Collectives (nccl-tests' terms: algbw = size / time, busbw = algbw x the bus factor)
   bool collective = false;
   std::string algorithm;
@@ -55,6 +62,16 @@ struct OpReport {
   std::vector<accel::AccelOp::Part> mappings;  // accelerator: each GEMM's chosen mapping
 };
 
+// The power section of a capped chip: its settings and each simulated GPU's governor windows.
+struct PowerInfo {
+  bool capped = false;
+  double limit_w = 0, peak_ratio = 0, base_clock_hz = 0, boost_clock_hz = 0, idle_floor_w = 0, time_constant_s = 0;
+  std::string start;
+  std::vector<int> gpus;                         // the GPU of each track
+  std::vector<std::vector<PowerSample>> tracks;  // governor windows per simulated GPU
+  double peak_filtered_w = 0;                    // highest time-constant average reached
+};
+
 struct Report {
   std::string version;
   std::string config_name, config_file, trace_name, trace_file;
@@ -69,6 +86,7 @@ struct Report {
   double voltage = 0, nominal_voltage = 0, max_clock_at_voltage = 0, static_power = 0, idle_power = 0;
   double clock_hz = 0, hbm_peak = 0, hbm_sustained = 0, l2_peak = 0, fp32_peak_tflops = 0;
   std::vector<std::pair<std::string, double>> tensor_peak_tflops;  // per dtype, dense
+  PowerInfo power;
   Metrics total;
   std::vector<OpReport> ops;
   std::vector<std::pair<std::string, double>> stat_values;

@@ -20,7 +20,7 @@ namespace {
 
 const std::vector<std::string> kNumeric = {"index", "time_s", "tflops", "energy_j", "tops_per_w", "power_w",
                                            "joules_per_token", "tokens_per_s", "tensor_util", "hbm_bandwidth",
-                                           "hbm_peak_bandwidth", "l2_hit_rate", "sms"};
+                                           "hbm_peak_bandwidth", "l2_hit_rate", "sms", "sm_clock_hz"};
 
 bool numeric(const std::string& column) { return std::find(kNumeric.begin(), kNumeric.end(), column) != kNumeric.end(); }
 
@@ -37,7 +37,7 @@ const std::vector<std::string>& metric_columns() {
   static const std::vector<std::string> cols = {"chip",        "time_s",        "tflops",        "energy_j",
                                                 "tops_per_w",  "power_w",       "joules_per_token", "tokens_per_s",
                                                 "bound",       "tensor_util",   "hbm_bandwidth", "hbm_peak_bandwidth",
-                                                "l2_hit_rate", "sms",           "out"};
+                                                "l2_hit_rate", "sms",           "sm_clock_hz",   "out"};
   return cols;
 }
 
@@ -77,6 +77,9 @@ void Row::add_report(const YAML::Node& rep) {
   put("hbm_peak_bandwidth", find_path(rep, {"chip", "hbm_peak_bandwidth"}));
   put("l2_hit_rate", find_path(rep, {"total", "memory", "l2_hit_rate"}));
   put("sms", find_path(rep, {"chip", "sms"}));
+  // The clock the SMs ran: the governor's mean under power.mode capped, else the configured one.
+  const YAML::Node governed = find_path(rep, {"total", "power", "sm_clock_hz"});
+  put("sm_clock_hz", governed.IsScalar() ? governed : find_path(rep, {"chip", "sm_clock_hz"}));
   const YAML::Node tokens = find_path(rep, {"trace", "tokens"}), time = find_path(rep, {"total", "time_s"});
   if (tokens.IsScalar() && time.IsScalar() && time.as<double>() > 0) put("tokens_per_s", YAML::Node(JsonWriter::number(tokens.as<double>() / time.as<double>())));
 }

@@ -47,7 +47,19 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
   };
   return keys;
 }
-const std::vector<std::string> kCommonKeys = {"name", "kind", "dtype", "out_dtype", "stream", "device", "devices", "deps"};
+const std::vector<std::string> kCommonKeys = {"name", "kind", "dtype", "out_dtype", "stream", "device", "devices", "deps", "switching"};
+
+// `switching`: random (1), zeros (0), or a number between: the operands' bit toggling relative
+// to random data. Returns an empty optional for text that is none of these.
+std::optional<double> parse_switching(const std::string& s) {
+  if (s == "random") return 1.0;
+  if (s == "zeros") return 0.0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0' || !(v >= 0 && v <= 1)) return std::nullopt;
+  return v;
+}
+const char* kSwitchingHelp = "expected random, zeros or a number from 0 (zeros) to 1 (random data)";
 constexpr int64_t kMaxDevice = 4095;
 
 std::vector<std::string> kind_names() {
@@ -363,6 +375,11 @@ class Parser {
     if (o.is_collective()) o.all_devices = true, o.devices.clear();
     if (n["device"]) o.devices = {static_cast<int>(get_int(cx, n["device"], path + ".device", 0, kMaxDevice))}, o.all_devices = false;
     if (n["devices"]) parse_devices(cx, n["devices"], path + ".devices", o);
+    if (const YAML::Node sw = n["switching"]) {
+      const std::optional<double> v = sw.IsScalar() ? parse_switching(sw.Scalar()) : std::nullopt;
+      if (!v) fail(cx.at(sw), path + ".switching", kSwitchingHelp);
+      o.switching = *v;
+    }
 
     switch (o.kind) {
       case OpKind::gemm:
@@ -860,9 +877,13 @@ void apply_override(Trace& t, const std::string& key, const std::string& value) 
     if (value != "2:4" && value != "none") throw UserError(where + ": expected \"2:4\" or none");
     for (Op& o : t.ops)
       if (o.kind == OpKind::gemm) o.sparse_2_4 = value == "2:4";
+  } else if (key == "switching") {
+    const std::optional<double> v = parse_switching(value);
+    if (!v) throw UserError(where + ": " + kSwitchingHelp);
+    for (Op& o : t.ops) o.switching = *v;
   } else {
-    const std::string hint = config::closest_match(key, {"dtype", "weight_dtype", "sparsity"});
-    throw UserError(where + ": unknown trace key; one of dtype, weight_dtype, sparsity" +
+    const std::string hint = config::closest_match(key, {"dtype", "weight_dtype", "sparsity", "switching"});
+    throw UserError(where + ": unknown trace key; one of dtype, weight_dtype, sparsity, switching" +
                     (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
   }
 }

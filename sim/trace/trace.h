@@ -43,6 +43,9 @@ struct Op {
   Dtype weight_dtype = Dtype::bf16;
   int64_t weight_group = 0;  // 0: one scale per output channel, applied in the epilogue
   int weight_scale_bits = 0;
+  // Operand switching relative to random data (1: random, as benchmarks use; 0: all zeros):
+  // scales the data-dependent share of the op's energy (docs/energy-model.md).
+  double switching = 1.0;
   double input_density = 1.0;  // share of non-zero elements in A (the inputs); zeros gate MACs where the chip can
   // elementwise, reduction, softmax, layernorm: the tensor's shape; row-wise ops work on the
   // last dimension.

@@ -11,6 +11,9 @@ using xpusim::testing::source_path;
 
 namespace {
 const std::string kH100 = source_path("configs/h100-sxm.yaml");
+// Latencies are sums of components given in cycles of sm.clock: run at that clock, as latency
+// microbenchmarks on real cards are run with locked clocks.
+const std::string kFixed = "power.mode=fixed_clock";
 
 std::string chase(long footprint, long stride, long loads, bool warmup = true) {
   return "xpusim_trace: 1\nops:\n  - {name: chase, kind: pointer_chase, footprint: " + std::to_string(footprint) +
@@ -29,16 +32,16 @@ TEST_CASE("pointer chase: an L1 hit, an L2 hit and a DRAM access cost the sum of
   // SM's schedulers: a fraction of a cycle.
   const double issue = 2.0 / g.sm.sub_partitions;
 
-  const double l1 = cycles_per_load(simulate(kH100, chase(16 << 10, 128, 2000)));
+  const double l1 = cycles_per_load(simulate(kH100, chase(16 << 10, 128, 2000), {kFixed}));
   CHECK(l1 == Approx(g.sm.l1_latency_cycles + issue).epsilon(0.01));
 
   // 4 MiB: far beyond the L1, well inside the L2.
-  const double l2 = cycles_per_load(simulate(kH100, chase(4 << 20, 128, 2000)));
+  const double l2 = cycles_per_load(simulate(kH100, chase(4 << 20, 128, 2000), {kFixed}));
   CHECK(l2 == Approx(g.sm.l1_latency_cycles + 2 * g.noc.latency_cycles + g.l2.hit_latency_cycles + issue).epsilon(0.01));
 
   // Cold: every load misses the L2 and opens a row (closed-page policy, refresh out of the way).
   const double dram = cycles_per_load(
-      simulate(kH100, chase(256 << 20, 1 << 16, 2000, false), {"hbm.page_policy=closed", "hbm.tRFC=0 ns"}));
+      simulate(kH100, chase(256 << 20, 1 << 16, 2000, false), {"hbm.page_policy=closed", "hbm.tRFC=0 ns", kFixed}));
   const double dram_s = g.hbm.controller_latency_s + g.hbm.tRCD + g.hbm.tCL + g.hbm.burst_s();
   CHECK(dram == Approx(g.sm.l1_latency_cycles + 2 * g.noc.latency_cycles + g.l2.hit_latency_cycles + dram_s * clk + issue)
                     .epsilon(0.01));
@@ -51,11 +54,11 @@ TEST_CASE("pointer chase on two dies: far-die L2 hits pay the die-to-die latency
   const auto cfg = xpusim::config::load_config(b200);
   const auto& g = cfg.chip.gpu;
   const double near = g.sm.l1_latency_cycles + 2 * g.noc.latency_cycles + g.l2.hit_latency_cycles;
-  const double l2 = cycles_per_load(simulate(b200, chase(4 << 20, 128, 4000)));
+  const double l2 = cycles_per_load(simulate(b200, chase(4 << 20, 128, 4000), {kFixed}));
   // Half the granules live on the other die: on average one crossing each way per two loads.
   CHECK(l2 > near + 0.3 * 2 * g.noc.d2d_latency_s * g.sm.clock_hz);
   CHECK(l2 < near + 0.7 * 2 * g.noc.d2d_latency_s * g.sm.clock_hz + 2);
-  const double one_die = cycles_per_load(simulate(b200, chase(4 << 20, 128, 4000), {"noc.dies=1"}));
+  const double one_die = cycles_per_load(simulate(b200, chase(4 << 20, 128, 4000), {"noc.dies=1", kFixed}));
   CHECK(one_die == Approx(near + 2.0 / g.sm.sub_partitions).epsilon(0.01));
 }
 

@@ -57,7 +57,13 @@ TEST_CASE("energy: voltage scaling follows C V^2, and the clock limit the alpha-
   const double v0 = t.nominal_voltage;
   const energy::Breakdown nominal = energy::price(c, 0, 1e-3, t, v0, 40);
   const energy::Breakdown high = energy::price(c, 0, 1e-3, t, 1.1 * v0, 40);
-  CHECK(high.dynamic_j() == Approx(1.21 * nominal.dynamic_j()));
+  // The core supply's actions scale; DRAM and NVLink sit on their own supplies and do not.
+  double core = 0, offcore = 0;
+  for (const auto& [name, j] : nominal.action_j) (energy::on_core_rail(name) ? core : offcore) += j;
+  CHECK(offcore > 0);
+  CHECK(high.dynamic_j() == Approx(1.21 * core + offcore));
+  CHECK(high.action_j.at("dram.access") == Approx(nominal.action_j.at("dram.access")));
+  CHECK(high.action_j.at("mac.tensor.bf16") == Approx(1.21 * nominal.action_j.at("mac.tensor.bf16")));
   CHECK(high.static_j == Approx(1.21 * nominal.static_j));
   CHECK(energy::max_clock(t, 1.8e9, v0) == Approx(1.8e9));
   const double low = energy::max_clock(t, 1.8e9, 0.6);
@@ -91,7 +97,7 @@ TEST_CASE("instruction microbenchmarks reproduce the 45 nm instruction-energy ta
                                 "  - {name: hdp4a, kind: instruction_loop, instruction: hdp4a, count: 200, warps: 256}\n"
                                 "  - {name: hmma, kind: instruction_loop, instruction: hmma, count: 200, warps: 256}\n"
                                 "  - {name: imma, kind: instruction_loop, instruction: imma, count: 200, warps: 256}\n",
-                                {"energy.table=energy/dally-45nm.yaml", "energy.voltage=0 V"});
+                                {"energy.table=energy/dally-45nm.yaml", "energy.voltage=0 V", "power.mode=fixed_clock"});
   // Energy per instruction = operation + 30 pJ overhead: 1.5, 6.0, 110, 160 pJ of operation.
   const double expect[] = {31.5, 36.0, 140.0, 190.0};
   const double overhead[] = {20.0, 5.0, 30.0 / 110, 30.0 / 160};
@@ -114,10 +120,13 @@ TEST_CASE("GEMM energy: lower precision costs less per operation, and the breakd
   const YAML::Node bf = run("bf16"), f8 = run("fp8");
   const YAML::Node e = bf["total"]["energy"];
   double sum = 0;
-  for (const char* c : {"math", "instruction_overhead", "onchip_memory", "offchip_memory", "interconnect", "static"})
+  for (const char* c : {"math", "instruction_overhead", "onchip_memory", "offchip_memory", "interconnect", "static", "uncore"})
     sum += e["classes"][c].as<double>();
+  CHECK(e["classes"]["uncore"].as<double>() > 0);  // power.idle_floor
   CHECK(sum == Approx(e["total_j"].as<double>()));
   CHECK(e["joules_per_token"].as<double>() == Approx(e["total_j"].as<double>() / 4));
-  CHECK(f8["total"]["energy"]["pj_per_op"].as<double>() < 0.7 * e["pj_per_op"].as<double>());
+  // The fitted table prices an fp8 MAC at 0.69 of a bf16 one (docs/energy-model.md); leakage and
+  // the uncore floor per op shrink with the shorter run.
+  CHECK(f8["total"]["energy"]["pj_per_op"].as<double>() < 0.8 * e["pj_per_op"].as<double>());
   CHECK(e["average_power_w"].as<double>() > 0);
 }

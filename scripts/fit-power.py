@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Fits the H100 energy table to measured power, and checks the fit on figures held out of it.
+
+The fit (docs/energy-model.md, "The fitted H100 table"): two factors, from two of the three
+sustained 8192^3 GEMMs of docs/validation/measured/h100-sxm-2026-11-22/gemm-power.csv (board
+power at the SM clock the card ran):
+
+  k   scales every on-chip dynamic action of the 4N priors (configs/energy/tsmc-4n.yaml): math,
+      instruction overhead, on-chip memories and network (fitted on bf16 and fp8 together);
+  Y   the energy of one fp8 tensor-core MAC (the priors' "half of fp16" is an assumption).
+
+Each point is simulated at a fixed clock (the measured one) on the priors, so that its action
+counts are known; the chip's power at that clock is then
+
+  P = idle_floor + leakage(V) + rho x (k x A + Y x fp8 MACs/s + DRAM)
+
+with V from the config's power.vf_curve and rho the measured over the simulated throughput. Two
+equations, two unknowns. The third point, int8, is held out and predicted: its kernel
+(torch._int_mm) does half the work per cycle of the one the simulator runs, so rho is 0.53 there.
+A per-cycle energy of clocking an active SM (sm.active_cycle) would be a third factor; only the
+int8 point could set it, and that point measures a different kernel, so it stays out of the fit
+(the miss on int8 is reported instead). The idle floor comes from the idle board power
+(power.idle_floor in the config).
+
+With --check, the shipped config (power.mode capped) runs GEMMs the fit never saw, as a
+sustained run (power.start sustained), against the GEMM throughput measured by gemm.csv.
+
+  scripts/fit-power.py                 # fit, print the factors
+  scripts/fit-power.py --write         # ... and write configs/energy/tsmc-4n-h100.yaml
+  scripts/fit-power.py --check         # held-out comparison, as a Markdown table
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MEASURED = os.path.join(ROOT, "docs/validation/measured/h100-sxm-2026-11-22")
+PRIORS = os.path.join(ROOT, "configs/energy/tsmc-4n.yaml")
+FITTED = os.path.join(ROOT, "configs/energy/tsmc-4n-h100.yaml")
+CONFIG = os.path.join(ROOT, "configs/h100-sxm.yaml")
+IDLE_W = 121.0  # README of the measurements: 118-124 W idle at P0
+ON_CHIP_CLASSES = ("math", "instruction_overhead", "onchip_memory", "interconnect")
+FIT_ON = ("bf16", "fp8")
+OFF_CORE = ("dram.access", "dram.activate", "dram.refresh", "nvlink.transfer")
+
+
+def die(msg):
+    print("fit-power.py: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def unit_value(text, units):
+    text = str(text).strip()
+    for u, f in units:
+        if text.endswith(u):
+            return float(text[: -len(u)]) * f
+    die(f"cannot read '{text}'")
+
+
+def vf_curve(cfg):
+    pts = []
+    for p in cfg["power"]["vf_curve"]:
+        c, v = p.split(" at ")
+        pts.append((unit_value(c, [("GHz", 1e9), ("MHz", 1e6)]), unit_value(v, [("mV", 1e-3), ("V", 1.0)])))
+    return pts
+
+
+def voltage(curve, hz):
+    if hz <= curve[0][0]:
+        return curve[0][1]
+    for (f0, v0), (f1, v1) in zip(curve, curve[1:]):
+        if hz <= f1:
+            return v0 + (v1 - v0) * (hz - f0) / (f1 - f0)
+    return curve[-1][1]
+
+
+def gemm_trace(folder, dtype, size, reps=1):
+    """`reps` GEMMs back to back on one stream, as the measurement's CUDA graph replays them."""
+    path = os.path.join(folder, f"{dtype}-{size}-x{reps}.yaml")
+    with open(path, "w") as f:
+        f.write(f"xpusim_trace: 1\nname: gemm-{dtype}-{size}\nops:\n")
+        for i in range(reps):
+            f.write(f"  - {{name: gemm{i}, kind: gemm, m: {size}, n: {size}, k: {size}, dtype: {dtype}}}\n")
+    return path
+
+
+def run(xpusim, trace, out, sets):
+    cmd = [xpusim, "run", "-q", "--config", CONFIG, "--trace", trace, "--out", out]
+    for s in sets:
+        cmd += ["--set", s]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        die(" ".join(cmd) + " failed:\n" + p.stderr)
+    with open(os.path.join(out, "report.json")) as f:
+        return json.load(f)
+
+
+def solve2(a, b):
+    det = a[0][0] * a[1][1] - a[0][1] * a[1][0]
+    if abs(det) < 1e-12 * max(abs(x) for row in a for x in row):
+        die("the fit's equations are degenerate")
+    return [(b[0] * a[1][1] - a[0][1] * b[1]) / det, (a[0][0] * b[1] - b[0] * a[1][0]) / det]
+
+
+def fit(args, cfg, tmp):
+    curve = vf_curve(cfg)
+    vn = yaml.safe_load(open(PRIORS))["nominal_voltage"]
+    vn = unit_value(vn, [("V", 1.0)])
+    floor = unit_value(cfg["power"]["idle_floor"], [("W", 1.0)])
+    rows = list(csv.DictReader(open(os.path.join(MEASURED, "gemm-power.csv"))))
+    jobs = []
+    for r in rows:
+        hz = float(r["avg_sm_clock_mhz"]) * 1e6
+        v = voltage(curve, hz)
+        trace = gemm_trace(tmp, r["dtype"], int(r["size"]))
+        sets = ["power.mode=fixed_clock", f"sm.clock={hz / 1e9:.6f} GHz", f"energy.voltage={v:.6f} V",
+                f"energy.table={PRIORS}", "power.idle_floor=0 W"]
+        jobs.append((r, hz, v, trace, os.path.join(tmp, "fit-" + r["dtype"]), sets))
+    with ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        reports = list(ex.map(lambda j: run(args.xpusim, j[3], j[4], j[5]), jobs))
+    a, b, points = [], [], []
+    for (r, hz, v, _, _, _), rep in zip(jobs, reports):
+        t = rep["total"]
+        e = t["energy"]
+        s = (v / vn) ** 2
+        secs = t["time_s"]
+        acts = e["actions"]
+        rho = float(r["tflops"]) / t["tflops"]
+        fp8_j = acts.get("mac.tensor.fp8", 0.0)
+        onchip = sum(e["classes"][c] for c in ON_CHIP_CLASSES) - fp8_j \
+            - acts.get("nvlink.transfer", 0.0)
+        offcore = sum(acts.get(x, 0.0) for x in OFF_CORE)
+        fp8_macs = rep["stats"].get("gpu.sm.tensor_core.macs.fp8_e4m3", {}).get("value", 0.0)
+        static = e["static_j"] / secs
+        measured = float(r["avg_power_w"])
+        # measured = floor + static + rho (k onchip + offcore) + Y s rho fp8/s
+        a.append([rho * onchip / secs, s * rho * fp8_macs / secs])
+        b.append(measured - floor - static - rho * offcore / secs)
+        points.append(dict(dtype=r["dtype"], hz=hz, v=v, rho=rho, measured=measured, sim_tflops=t["tflops"],
+                           static=static, offcore=rho * offcore / secs, fitted=r["dtype"] in FIT_ON))
+    fit_rows = [i for i, p in enumerate(points) if p["fitted"]]
+    if len(fit_rows) != 2:
+        die("gemm-power.csv must hold the bf16 and fp8 points the fit uses")
+    k, y = solve2([a[i] for i in fit_rows], [b[i] for i in fit_rows])
+    if min(k, y) <= 0:
+        die(f"the fit gave a non-physical factor (k {k:.3g}, Y {y * 1e12:.3g} pJ)")
+    print(f"fit on {' and '.join(FIT_ON)} 8192^3, sustained (gemm-power.csv); the rest predicted:")
+    print(f"  k (on-chip dynamic actions x) = {k:.3f}")
+    print(f"  Y (mac.tensor.fp8)             = {y * 1e12:.4f} pJ per MAC at {vn} V")
+    print("| point | clock | V | throughput measured / simulated | floor + leakage | DRAM | on-chip actions | power modelled | measured | error | |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for p, row, rhs in zip(points, a, b):
+        onchip = k * row[0] + y * row[1]
+        model = p["measured"] - rhs + onchip
+        print(f"| {p['dtype']} | {p['hz'] / 1e6:.0f} MHz | {p['v']:.3f} | {p['rho']:.2f} | {floor + p['static']:.0f} W | "
+              f"{p['offcore']:.0f} W | {onchip:.0f} W | {model:.0f} W | {p['measured']:.0f} W | "
+              f"{100 * (model / p['measured'] - 1):+.0f}% | {'fitted' if p['fitted'] else 'held out'} |")
+    return k, y
+
+
+def write_table(k, y):
+    text = f"""# TSMC 4N as measured on an H100 SXM: the 4N priors (tsmc-4n.yaml) with two factors fitted
+# by scripts/fit-power.py to this project's sustained-GEMM power measurements
+# (docs/validation/measured/h100-sxm-2026-11-22/gemm-power.csv: bf16 and fp8 8192^3 at 682 and
+# 699 W, 1383 and 1263 MHz; int8 is held out) at the voltages configs/h100-sxm.yaml's
+# power.vf_curve gives.
+# Fitted, not predicted: docs/validation.md keeps these points apart from the held-out ones.
+# Regenerate with `scripts/fit-power.py --write` after changing the priors, the curve or the
+# kernels the GEMMs lower to.
+node: TSMC 4N (fitted to H100 power)
+base: tsmc-4n.yaml
+class_scale:                  # fitted: k, one factor on every on-chip dynamic action of the priors
+  math: {k:.4f}
+  instruction_overhead: {k:.4f}
+  onchip_memory: {k:.4f}
+  interconnect: {k:.4f}
+data_dependent_share: 0.5     # assumption: half of math and on-chip data-movement energy is operand switching (zeros save it); not fitted
+actions:
+  mac.tensor.fp8: {y * 1e12:.4f} pJ  # fitted: Y (the priors' half-of-fp16 was an assumption)
+  nvlink.transfer: 2 pJ/bit   # as the priors (off-chip links are not in the fit's class factor)
+"""
+    with open(FITTED, "w") as f:
+        f.write(text)
+    print(f"wrote {os.path.relpath(FITTED, ROOT)}")
+
+
+def check(args, tmp):
+    """Held-out: GEMM throughput against gemm.csv, predicted with the shipped config. The card
+    ran the GEMMs from a CUDA graph (20 calls, 3 at 8192), replayed for at least 0.2 s before the
+    best interval was taken, so it sat at its limit: the simulation runs the graph's calls back
+    to back as a sustained run (power.start sustained) and divides the FLOPs by the run's time."""
+    rows = list(csv.DictReader(open(os.path.join(MEASURED, "gemm.csv"))))
+    measured = {(r["dtype"], int(r["m"])): (float(r["tflops_best"]), int(r["reps_per_graph"])) for r in rows}
+    fitted = {"bf16", "fp8", "int8"}
+    cases = [(d, n) for d in ("bf16", "fp16", "fp8", "tf32") for n in (1024, 2048, 4096, 8192)]
+    jobs = [(d, n, gemm_trace(tmp, d, n, measured[(d, n)][1]), os.path.join(tmp, f"chk-{d}-{n}")) for d, n in cases]
+    with ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        reps = list(ex.map(lambda j: run(args.xpusim, j[2], j[3], ["power.start=sustained"]), jobs))
+    print("| GEMM (calls back to back) | measured TFLOP/s | simulated | error | mean clock | chip power | held out? |")
+    print("|---|---|---|---|---|---|---|")
+    for (d, n, _, _), rep in zip(jobs, reps):
+        total = rep["total"]
+        got, want = total["tflops"], measured[(d, n)][0]
+        pw = total.get("power", {})
+        tag = "power fitted at 8192 (throughput predicted)" if (d in fitted and n == 8192) else "held out"
+        print(f"| {d} {n}^3 (x{measured[(d, n)][1]}) | {want:.0f} | {got:.0f} | {100 * (got / want - 1):+.0f}% | "
+              f"{pw.get('sm_clock_hz', 0) / 1e6:.0f} MHz | {pw.get('chip_power_w', 0):.0f} W | {tag} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
+    ap.add_argument("--write", action="store_true", help="write configs/energy/tsmc-4n-h100.yaml")
+    ap.add_argument("--check", action="store_true", help="run the held-out comparison instead of the fit")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    if not os.access(args.xpusim, os.X_OK):
+        die(f"no simulator at {args.xpusim} (build it: scripts/build.sh)")
+    cfg = yaml.safe_load(open(CONFIG))
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.check:
+            check(args, tmp)
+            return
+        k, y = fit(args, cfg, tmp)
+        if args.write:
+            write_table(k, y)
+
+
+if __name__ == "__main__":
+    main()

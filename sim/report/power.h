@@ -1,0 +1,32 @@
+#pragma once
+// The power figures of a report (power.mode capped): averages of a governor's windows over a
+// span of time, and their JSON. docs/report-format.md lists the fields.
+#include <vector>
+
+#include "models/power/governor.h"
+#include "sim/report/json_writer.h"
+#include "sim/report/report.h"
+
+namespace xpusim::report {
+
+struct SpanPower {
+  double clock_hz = 0, voltage = 0, power_w = 0;
+  double leakage_scale = 1;   // mean (V / nominal)^2: what leakage scaled by
+  double throttled_share = 0;
+  double seconds = 0;         // of the span covered by windows
+};
+// Time-weighted averages over [start, end) of the windows in `track`.
+SpanPower over_span(const std::vector<PowerSample>& track, double start_s, double end_s, double nominal_voltage);
+
+// Sets m's power fields; an op whose clock the limit held down for most of its time and that
+// no memory bandwidth bound is bound by power.
+void set_power(Metrics& m, const SpanPower& s);
+
+// Consecutive windows at one clock whose power stays within 1% of the run's first are merged
+// (time-weighted), so that a long steady load is a few entries rather than one per window.
+std::vector<PowerSample> merge_steady(const std::vector<PowerSample>& track);
+
+void write_power_settings(JsonWriter& w, const PowerInfo& p);
+void write_power_metrics(JsonWriter& w, const Metrics& m);
+
+}  // namespace xpusim::report

@@ -1,0 +1,88 @@
+// timeline.json: Chrome trace events (chrome://tracing, Perfetto), a view of the Report.
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "sim/report/json_writer.h"
+#include "sim/report/report.h"
+
+namespace xpusim::report {
+
+std::string to_timeline(const Report& rep) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("displayTimeUnit").value("ns");
+  w.key("traceEvents").begin_array();
+  std::vector<int> gpus;
+  for (const OpReport& o : rep.ops)
+    for (int d : o.devices)
+      if (std::find(gpus.begin(), gpus.end(), d) == gpus.end()) gpus.push_back(d);
+  std::sort(gpus.begin(), gpus.end());
+  for (int d : gpus) {
+    w.begin_object().field("name", "process_name").field("ph", "M").field("pid", static_cast<long long>(d));
+    w.key("args").begin_object().field("name", rep.config_name + " GPU " + std::to_string(d)).end_object();
+    w.end_object();
+  }
+  for (const OpReport& o : rep.ops)
+    for (int d : o.devices) {
+      const Metrics& m = o.m;
+      w.begin_object().field("name", o.name).field("cat", o.kind).field("ph", "X");
+      w.field("ts", m.start_s * 1e6).field("dur", m.time_s * 1e6);
+      w.field("pid", static_cast<long long>(d)).field("tid", static_cast<long long>(o.stream));
+      w.key("args").begin_object().field("shape", o.shape).field("bound", m.bound);
+      if (m.collective) w.field("algorithm", m.algorithm).field("busbw_GBps", m.busbw / 1e9);
+      else w.field("tflops", m.tflops);
+      w.end_object();
+      w.end_object();
+    }
+  // Counter tracks per GPU: HBM bandwidth and tensor-core utilisation over time, each op's
+  // average spread evenly over its span (the sum of the ops running at once; an SPMD op's
+  // bytes split evenly over its GPUs). Steps at op boundaries, not samples inside an op. Under
+  // the power governor, the chip's power, its time-constant average and the SM clock per
+  // governor window join them (windows already merged where steady), in time order.
+  struct Counter {
+    double ts;
+    const char* name;
+    const char* unit;
+    double value;
+  };
+  for (int d : gpus) {
+    std::vector<Counter> counters;
+    std::vector<std::tuple<double, double, double>> edges;  // time, d(bandwidth), d(utilisation)
+    for (const OpReport& o : rep.ops) {
+      if (std::find(o.devices.begin(), o.devices.end(), d) == o.devices.end() || o.m.time_s <= 0) continue;
+      const double bw = o.m.hbm_bandwidth / static_cast<double>(o.devices.size());
+      edges.emplace_back(o.m.start_s, bw, o.m.tensor_util);
+      edges.emplace_back(o.m.start_s + o.m.time_s, -bw, -o.m.tensor_util);
+    }
+    std::sort(edges.begin(), edges.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+    double bw = 0, util = 0;
+    for (size_t i = 0; i < edges.size(); ++i) {
+      bw += std::get<1>(edges[i]);
+      util += std::get<2>(edges[i]);
+      if (i + 1 < edges.size() && std::get<0>(edges[i + 1]) == std::get<0>(edges[i])) continue;  // same instant
+      const double ts = std::get<0>(edges[i]) * 1e6;
+      counters.push_back({ts, "HBM bandwidth", "GB/s", std::max(0.0, bw) / 1e9});
+      counters.push_back({ts, "tensor cores", "busy %", std::clamp(util, 0.0, 1.0) * 100});
+    }
+    const auto g = std::find(rep.power.gpus.begin(), rep.power.gpus.end(), d);
+    if (g != rep.power.gpus.end() && static_cast<size_t>(g - rep.power.gpus.begin()) < rep.power.tracks.size()) {
+      for (const PowerSample& s : rep.power.tracks[static_cast<size_t>(g - rep.power.gpus.begin())]) {
+        const double ts = s.start_s * 1e6;
+        counters.push_back({ts, "power", "W", s.power_w});
+        counters.push_back({ts, "power, time-constant average", "W", s.filtered_w});
+        counters.push_back({ts, "SM clock", "MHz", s.clock_hz / 1e6});
+      }
+      std::stable_sort(counters.begin(), counters.end(), [](const Counter& a, const Counter& b) { return a.ts < b.ts; });
+    }
+    for (const Counter& c : counters) {
+      w.begin_object().field("name", c.name).field("ph", "C").field("ts", c.ts).field("pid", static_cast<long long>(d));
+      w.key("args").begin_object().field(c.unit, c.value).end_object().end_object();
+    }
+  }
+  w.end_array();
+  w.end_object();
+  return w.str();
+}
+
+}  // namespace xpusim::report
