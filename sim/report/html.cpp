@@ -182,7 +182,9 @@ struct Bars {
 
 std::string render(const Bars& b) {
   const double W = 700, L = 170, R = 230, row = 18, T = 34;
-  const double H = T + row * static_cast<double>(b.labels.size()) + 40;
+  // Tall enough for the rows and for the legend (16 px an entry), whichever is longer.
+  const double H = std::max(T + row * static_cast<double>(b.labels.size()) + 40,
+                            T + 16 * static_cast<double>(b.segment_names.size()) + 10);
   double hi = 0;
   for (const auto& v : b.values) {
     double s = 0;
@@ -322,9 +324,9 @@ std::string run_html(const Report& rep) {
   // Power management: chip power and SM clock over time, on the first simulated GPU.
   if (rep.power.capped && !rep.power.tracks.empty() && !rep.power.tracks.front().empty()) {
     const std::vector<PowerSample>& track = rep.power.tracks.front();
-    // At most ~600 points: windows are merged into equal bins of time.
+    // Steps over equal bins of time (at most 300, two points each), windows averaged into them.
     const double end = track.back().end_s;
-    const size_t bins = std::min<size_t>(track.size(), 600);
+    const size_t bins = std::min<size_t>(track.size(), 300);
     std::vector<double> tsum(bins, 0), p(bins, 0), avg(bins, 0), clk(bins, 0);
     for (const PowerSample& s : track) {
       const size_t i = std::min(bins - 1, static_cast<size_t>(s.start_s / end * static_cast<double>(bins)));
@@ -336,10 +338,12 @@ std::string run_html(const Report& rep) {
     Series ck{"SM clock", "#59a14f", {}, {}, {}, true, false, false};
     for (size_t i = 0; i < bins; ++i) {
       if (tsum[i] <= 0) continue;
-      const double x = (static_cast<double>(i) + 0.5) * end / static_cast<double>(bins) * 1e3;
-      pw.x.push_back(x), pw.y.push_back(p[i] / tsum[i]);
-      av.x.push_back(x), av.y.push_back(avg[i] / tsum[i]);
-      ck.x.push_back(x), ck.y.push_back(clk[i] / tsum[i] / 1e6);
+      for (double edge : {0.0, 1.0}) {
+        const double x = (static_cast<double>(i) + edge) * end / static_cast<double>(bins) * 1e3;
+        pw.x.push_back(x), pw.y.push_back(p[i] / tsum[i]);
+        av.x.push_back(x), av.y.push_back(avg[i] / tsum[i]);
+        ck.x.push_back(x), ck.y.push_back(clk[i] / tsum[i] / 1e6);
+      }
     }
     XY pc;
     pc.id = "power";
