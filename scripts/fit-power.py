@@ -28,6 +28,7 @@ sustained run (power.start sustained), against the GEMM throughput measured by g
   scripts/fit-power.py                 # fit, print the factors
   scripts/fit-power.py --write         # ... and write configs/energy/tsmc-4n-h100.yaml
   scripts/fit-power.py --check         # held-out comparison, as a Markdown table
+  scripts/fit-power.py --verify        # fails unless the shipped table is what the fit gives (a test)
 """
 import argparse
 import csv
@@ -219,6 +220,8 @@ def main():
     ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
     ap.add_argument("--write", action="store_true", help="write configs/energy/tsmc-4n-h100.yaml")
     ap.add_argument("--check", action="store_true", help="run the held-out comparison instead of the fit")
+    ap.add_argument("--verify", action="store_true",
+                    help="fail unless configs/energy/tsmc-4n-h100.yaml holds the factors the fit gives (within 0.5%%)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
     if not os.access(args.xpusim, os.X_OK):
@@ -231,6 +234,14 @@ def main():
         k, y = fit(args, cfg, tmp)
         if args.write:
             write_table(k, y)
+        if args.verify:
+            shipped = yaml.safe_load(open(FITTED))
+            k0 = float(shipped["class_scale"]["math"])
+            y0 = unit_value(shipped["actions"]["mac.tensor.fp8"], [("pJ", 1e-12)])
+            if abs(k / k0 - 1) > 0.005 or abs(y / y0 - 1) > 0.005:
+                die(f"{os.path.relpath(FITTED, ROOT)} holds k {k0:g} and Y {y0 * 1e12:g} pJ, the fit gives "
+                    f"{k:.4f} and {y * 1e12:.4f} pJ: a model change moved the fit; rerun with --write and say why")
+            print(f"{os.path.relpath(FITTED, ROOT)} matches the fit")
 
 
 if __name__ == "__main__":
