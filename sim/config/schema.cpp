@@ -89,7 +89,8 @@ Schema make_gpu_schema() {
                     [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->sm; })
       .integer("count", &SmParams::count, required(), between(1, 4096), "SMs enabled on the chip")
       .quantity("clock", &SmParams::clock_hz, Dim::Frequency, required(), between(1e6, 10 * kGHz),
-                "SM clock for all SM-side timing")
+                "SM clock for all SM-side timing (power.mode capped: the governor sets the running clock; this stays the "
+                "reference for reported peaks and for latencies given in cycles)")
       .integer("sub_partitions", &SmParams::sub_partitions, def("4"), between(1, 16),
                "Processing blocks per SM, each with one warp scheduler issuing one instruction per clock")
       .integer("max_warps", &SmParams::max_warps, def("64"), between(1, 1024), "Resident warps per SM")
