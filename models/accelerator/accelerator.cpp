@@ -5,8 +5,8 @@
 namespace xpusim::accel {
 
 Accelerator::Accelerator(sc_core::sc_module_name name, const AcceleratorParams& a, const DramParams& d,
-                         std::vector<AccelOp>& ops)
-    : sc_module(name), a_(a), d_(d), ops_(ops), dram_(d.bandwidth) {
+                         std::vector<AccelOp>& ops, const ClockDomain& clock)
+    : sc_module(name), a_(a), d_(d), ops_(ops), dram_(d.bandwidth), clock_(clock) {
   SC_THREAD(run);
 }
 
@@ -17,7 +17,6 @@ void Accelerator::run() {
   };
   for (AccelOp& op : ops_) {
     op.start_s = now();
-    const double compute_s = op.tile_cycles / a_.clock_hz;
     const auto tiles = static_cast<long long>(std::max(1.0, op.tiles));
     const double before = dram_.busy_s();
     // A tile with nothing to move (a timed gap) does not wait for DRAM.
@@ -27,7 +26,8 @@ void Accelerator::run() {
       wait_until(ready);
       // The next tile's transfer overlaps this tile's compute (double buffering).
       if (i + 1 < tiles) ready = fetch();
-      wait_until(now() + compute_s);
+      wait_until(now() + op.tile_cycles / clock_.hz());
+      op.tiles_done = static_cast<double>(i + 1);
     }
     op.dram_busy_s = dram_.busy_s() - before;
     op.end_s = now();

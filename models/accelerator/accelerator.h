@@ -9,6 +9,7 @@
 #include "models/accelerator/accelerator_params.h"
 #include "models/accelerator/mapping.h"
 #include "models/common/bandwidth_resource.h"
+#include "models/common/clock_domain.h"
 #include "models/common/systemc.h"
 #include "models/energy/energy_table.h"
 
@@ -32,12 +33,16 @@ struct AccelOp {
   std::vector<Part> gemms;      // the GEMMs in this op with their chosen mappings
   // results
   double start_s = 0, end_s = 0, dram_busy_s = 0;
+  double tiles_done = 0;   // progress, for the power governor's windows
+  double core_scale = 1;   // power.mode capped: the (V / nominal)^2 its energy ran at
 };
 
 class Accelerator : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Accelerator);
-  Accelerator(sc_core::sc_module_name name, const AcceleratorParams& a, const DramParams& d, std::vector<AccelOp>& ops);
+  // `clock` is the array's clock (accelerator.clock, or the power governor's choice).
+  Accelerator(sc_core::sc_module_name name, const AcceleratorParams& a, const DramParams& d, std::vector<AccelOp>& ops,
+              const ClockDomain& clock);
 
  private:
   void run();
@@ -45,6 +50,7 @@ class Accelerator : public sc_core::sc_module {
   DramParams d_;
   std::vector<AccelOp>& ops_;
   BandwidthResource dram_;
+  const ClockDomain& clock_;
 };
 
 }  // namespace xpusim::accel

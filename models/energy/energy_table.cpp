@@ -196,7 +196,8 @@ Breakdown price(const AccelCounters& c, double time_s, const Table& t, double vo
   };
   Breakdown b;
   for (const ActionSpec& a : actions("accelerator")) {
-    const double j = count.at(a.name) * t.joules.at(a.name) * k;
+    // The DRAM interface has its own supply: it does not scale with the array's voltage.
+    const double j = count.at(a.name) * t.joules.at(a.name) * (on_core_rail(a.name) ? k : 1.0);
     b.action_j[a.name] = j;
     b.class_j[static_cast<int>(a.cls)] += j;
   }

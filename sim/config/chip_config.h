@@ -41,6 +41,7 @@ struct AcceleratorConfig {
   AcceleratorParams accelerator;
   DramParams dram;
   EnergyConfig energy;
+  PowerParams power;
 };
 
 struct ChipConfig {

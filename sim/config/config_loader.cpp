@@ -314,8 +314,8 @@ void resolve_failed_links(LoadedConfig& cfg) {
 // monotone curve that reaches the boost clock, boost at or above base, and a limit above what
 // the chip draws idle at its lowest clock (the governor could never meet it).
 void resolve_power(LoadedConfig& cfg) {
-  if (cfg.chip.kind != "gpu") return;
-  PowerParams& p = cfg.chip.gpu.power;
+  const bool gpu = cfg.chip.kind == "gpu";
+  PowerParams& p = gpu ? cfg.chip.gpu.power : cfg.chip.accel.power;
   p.vf_curve.clear();
   for (size_t i = 0; i < p.vf_curve_text.size(); ++i) {
     const std::string& t = p.vf_curve_text[i];
@@ -338,6 +338,13 @@ void resolve_power(LoadedConfig& cfg) {
     fail_at_key(cfg, "power.boost_clock", "is below power.base_clock");
   if (!p.capped()) return;
   if (!cfg.energy_table) fail_at_key(cfg, "power.mode", "capped needs an energy table (energy.table) to price the chip's power");
+  if (!gpu) {
+    // An accelerator's curve defaults to the line between its two published operating points,
+    // its boost to the curve's top.
+    const AcceleratorParams& a = cfg.chip.accel.accelerator;
+    if (p.vf_curve.empty()) p.vf_curve = {{a.min_clock_hz, a.min_voltage_v}, {a.max_clock_hz, a.max_voltage_v}};
+    if (p.boost_clock_hz <= 0) p.boost_clock_hz = p.vf_curve.back().clock_hz;
+  }
   if (p.boost_clock_hz <= 0) fail_at_key(cfg, "power.boost_clock", "is required when power.mode is capped");
   if (p.vf_curve.empty()) fail_at_key(cfg, "power.vf_curve", "is required when power.mode is capped (at least one point)");
   if (p.boost_clock_hz > p.vf_curve.back().clock_hz * (1 + 1e-9))
@@ -347,7 +354,7 @@ void resolve_power(LoadedConfig& cfg) {
   if (p.control_period_s > p.time_constant_s) fail_at_key(cfg, "power.control_period", "must not exceed power.time_constant");
   const energy::Table& t = *cfg.energy_table;
   const double r = p.vf_curve.front().voltage_v / t.nominal_voltage;
-  const double idle = p.idle_floor_w + t.static_power_w * cfg.chip.gpu.noc.dies * r * r;
+  const double idle = p.idle_floor_w + t.static_power_w * (gpu ? cfg.chip.gpu.noc.dies : 1) * r * r;
   if (p.limit_w <= idle)
     fail_at_key(cfg, "power.limit", "is at or below what the chip draws idle at its lowest clock (" + units::format(idle, units::Dim::Power) +
                                         ": power.idle_floor + leakage); the governor could never meet it");

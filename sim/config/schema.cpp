@@ -79,6 +79,46 @@ void add_system_sections(Schema& s, Locate gpu) {
                 "Fixed cost of a collective: kernel launch and the handshake with its peers (default: an assumption)");
 }
 
+// The power section, the same for a GPU and an accelerator (docs/energy-model.md).
+void add_power_section(Schema& s, std::function<void*(void*)> locate, bool accelerator) {
+  section<PowerParams>(s, "power", accelerator ? "Power management: a power limit and the governor that sets the accelerator's clock (docs/energy-model.md)"
+                                               : "Power management: the board power limit and the governor that sets the SM clock (docs/energy-model.md)",
+                       std::move(locate))
+      .choice("mode", &PowerParams::mode, {"fixed_clock", "capped"}, def("fixed_clock"),
+              accelerator ? "fixed_clock: accelerator.clock throughout; capped: a governor runs the highest clock whose power "
+                            "fits under power.limit (needs energy.table)"
+                          : "fixed_clock: the SMs run sm.clock throughout (locked-clock studies); capped: a governor runs the highest "
+                            "clock whose power fits under power.limit (needs energy.table)")
+      .quantity("limit", &PowerParams::limit_w, Dim::Power, def("0 W"), between(0, 1e5),
+                "Board power limit the governor holds, averaged over power.time_constant")
+      .number("peak_ratio", &PowerParams::peak_ratio, def("0"), between(0, 10),
+              "Bursts above the averaged limit are bounded at this multiple of it in any one control window, an electrical "
+              "bound (0: none; otherwise at least 1)")
+      .quantity("base_clock", &PowerParams::base_clock_hz, Dim::Frequency, def("0 Hz"), between(0, 10 * kGHz),
+                "Datasheet base clock (reported beside the clocks the governor chose; 0: not given)")
+      .quantity("boost_clock", &PowerParams::boost_clock_hz, Dim::Frequency, def("0 Hz"), between(0, 10 * kGHz),
+                accelerator ? "Highest clock the governor runs (0: the curve's highest)"
+                            : "Highest SM clock the governor runs (the card's maximum clock); required when capped")
+      .list("vf_curve", &PowerParams::vf_curve_text, def("[]"),
+            accelerator ? "Voltage-frequency curve as \"CLOCK at VOLTAGE\" points, ascending; empty: the line between the two operating "
+                          "points (accelerator.min_clock at min_voltage, max_clock at max_voltage)"
+                        : "Voltage-frequency curve as \"CLOCK at VOLTAGE\" points, clocks and voltages ascending (e.g. [\"1.2 GHz at 0.6 V\", "
+                          "\"1.98 GHz at 0.8 V\"]); linear between points; the lowest clock is the governor's floor; required when capped")
+      .quantity("idle_floor", &PowerParams::idle_floor_w, Dim::Power, def("0 W"), between(0, 1e5),
+                "Uncore power drawn whatever runs: memory controllers and PHYs, HBM background, clocks, regulator losses")
+      .quantity("time_constant", &PowerParams::time_constant_s, Dim::Time, def("5 ms"), between(1e-6, 100),
+                "The limit applies to power averaged exponentially over this (default: an assumption, not published; "
+                "kernels much shorter run on the headroom, loads much longer settle at the limit)")
+      .quantity("control_period", &PowerParams::control_period_s, Dim::Time, def("10 us"), between(1e-7, 1),
+                "How often the governor measures power and sets the clock (a simulation granularity: shorter is finer and slower)")
+      .quantity("clock_step", &PowerParams::clock_step_hz, Dim::Frequency, def("15 MHz"), between(1e5, 1e9),
+                "Granularity of the clocks the governor picks (default: assumption, the 15 MHz steps of Hopper's clock table)")
+      .choice("start", &PowerParams::start, {"idle", "sustained"}, def("idle"),
+              "Power history before the trace: idle (the average starts at the idle power, so a short trace runs on the "
+              "headroom), or sustained (the trace is a slice of a long run of its own load, as a benchmark's steady state: the "
+              "first busy control window measures the load at boost, and the average stands at the limit from then on)");
+}
+
 Schema make_gpu_schema() {
   Schema s;
   s.kind = "gpu";
@@ -245,36 +285,7 @@ Schema make_gpu_schema() {
             "Energy table (configs/energy/<node>.yaml), relative to the file that names it; empty: no energy report")
       .quantity("voltage", &EnergyConfig::voltage_v, Dim::Voltage, def("0 V"), between(0, 2.0),
                 "Supply voltage; dynamic energy scales with (V / the table's nominal)^2; 0 V: the nominal");
-  section<PowerParams>(s, "power", "Power management: the board power limit and the governor that sets the SM clock (docs/energy-model.md)",
-                       [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->power; })
-      .choice("mode", &PowerParams::mode, {"fixed_clock", "capped"}, def("fixed_clock"),
-              "fixed_clock: the SMs run sm.clock throughout (locked-clock studies); capped: a governor runs the highest "
-              "clock whose power fits under power.limit (needs energy.table)")
-      .quantity("limit", &PowerParams::limit_w, Dim::Power, def("0 W"), between(0, 1e5),
-                "Board power limit the governor holds, averaged over power.time_constant")
-      .number("peak_ratio", &PowerParams::peak_ratio, def("0"), between(0, 10),
-              "Bursts above the averaged limit are bounded at this multiple of it in any one control window, an electrical "
-              "bound (0: none; otherwise at least 1)")
-      .quantity("base_clock", &PowerParams::base_clock_hz, Dim::Frequency, def("0 Hz"), between(0, 10 * kGHz),
-                "Datasheet base clock (reported beside the clocks the governor chose; 0: not given)")
-      .quantity("boost_clock", &PowerParams::boost_clock_hz, Dim::Frequency, def("0 Hz"), between(0, 10 * kGHz),
-                "Highest SM clock the governor runs (the card's maximum clock); required when capped")
-      .list("vf_curve", &PowerParams::vf_curve_text, def("[]"),
-            "Voltage-frequency curve as \"CLOCK at VOLTAGE\" points, clocks and voltages ascending (e.g. [\"1.2 GHz at 0.6 V\", "
-            "\"1.98 GHz at 0.8 V\"]); linear between points; the lowest clock is the governor's floor; required when capped")
-      .quantity("idle_floor", &PowerParams::idle_floor_w, Dim::Power, def("0 W"), between(0, 1e5),
-                "Uncore power drawn whatever runs: memory controllers and PHYs, HBM background, clocks, regulator losses")
-      .quantity("time_constant", &PowerParams::time_constant_s, Dim::Time, def("5 ms"), between(1e-6, 100),
-                "The limit applies to power averaged exponentially over this (default: an assumption, not published; "
-                "kernels much shorter run on the headroom, loads much longer settle at the limit)")
-      .quantity("control_period", &PowerParams::control_period_s, Dim::Time, def("10 us"), between(1e-7, 1),
-                "How often the governor measures power and sets the clock (a simulation granularity: shorter is finer and slower)")
-      .quantity("clock_step", &PowerParams::clock_step_hz, Dim::Frequency, def("15 MHz"), between(1e5, 1e9),
-                "Granularity of the clocks the governor picks (default: assumption, the 15 MHz steps of Hopper's clock table)")
-      .choice("start", &PowerParams::start, {"idle", "sustained"}, def("idle"),
-              "Power history before the trace: idle (the average starts at the idle power, so a short trace runs on the "
-              "headroom), or sustained (the trace is a slice of a long run of its own load, as a benchmark's steady state: the "
-              "first busy control window measures the load at boost, and the average stands at the limit from then on)");
+  add_power_section(s, [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->power; }, false);
   add_system_sections(s, gpu);
   return s;
 }
@@ -333,6 +344,7 @@ Schema make_accelerator_schema() {
             "Energy table (configs/energy/<node>.yaml), relative to the file that names it; empty: no energy report")
       .quantity("voltage", &EnergyConfig::voltage_v, Dim::Voltage, def("0 V"), between(0, 2.0),
                 "Unused for accelerators: accelerator.voltage is the operating point");
+  add_power_section(s, [acc](void* w) { return &static_cast<AcceleratorConfig*>(acc(w))->power; }, true);
   return s;
 }
 

@@ -47,7 +47,7 @@ void set_power(Metrics& m, const SpanPower& s) {
   m.chip_power_w = s.power_w;
   m.throttled_share = s.throttled_share;
   // Throttled compute runs slower for it; a memory-bound op is bound by its memory either way.
-  const bool memory_bound = m.bound == "HBM bandwidth" || m.bound == "L2 bandwidth";
+  const bool memory_bound = m.bound == "HBM bandwidth" || m.bound == "L2 bandwidth" || m.bound == "DRAM bandwidth";
   if (s.throttled_share >= 0.5 && !memory_bound && !m.collective) m.bound = "power";
   if (m.time_s > 0) m.cycles = m.time_s * s.clock_hz;
 }

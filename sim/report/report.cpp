@@ -1,6 +1,7 @@
 #include "sim/report/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -222,11 +223,32 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
     rep.static_power = table->static_power_w * energy::static_scale(*table, a.voltage_v);
     rep.idle_power = table->idle_power_w;
   }
+  // Power management (power.mode capped): the governor's clock over each op's span; its energy
+  // priced at the voltage its core energy ran at on average.
+  const PowerParams& pw = cfg.chip.accel.power;
+  const bool capped = pw.capped() && table && !r.power_tracks.empty();
+  if (capped) {
+    PowerInfo& p = rep.power;
+    p.capped = true;
+    p.limit_w = pw.limit_w;
+    p.peak_ratio = pw.peak_ratio;
+    p.base_clock_hz = pw.base_clock_hz;
+    p.boost_clock_hz = pw.boost_clock_hz;
+    p.idle_floor_w = pw.idle_floor_w;
+    p.time_constant_s = pw.time_constant_s;
+    p.start = pw.start;
+    p.gpus = {0};
+    for (const PowerSample& x : r.power_tracks.front()) p.peak_filtered_w = std::max(p.peak_filtered_w, x.filtered_w);
+    p.tracks = {merge_steady(r.power_tracks.front())};
+  }
+  auto voltage_of = [&](double core_scale) { return capped ? table->nominal_voltage * std::sqrt(core_scale) : a.voltage_v; };
   energy::AccelCounters total_c;
-  double total_flops = 0, total_bytes = 0, total_busy = 0, total_dram_busy = 0;
+  double total_flops = 0, total_bytes = 0, total_busy = 0, total_dram_busy = 0, total_core = 0, total_scaled = 0;
   for (size_t i = 0; i < t.ops.size(); ++i) {
     const trace::Op& op = t.ops[i];
     const accel::AccelOp& x = r.accel_ops[i];
+    const SpanPower span = capped ? over_span(r.power_tracks.front(), x.start_s, x.end_s, table->nominal_voltage) : SpanPower{};
+    const double clk = capped && span.clock_hz > 0 ? span.clock_hz : a.clock_hz;
     OpReport o = describe_op(op);
     o.lowering = x.description;
     o.mappings = x.gemms;
@@ -243,8 +265,8 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
     m.peak_tflops = x.macs > 0 ? 2.0 * a.macs_per_cycle(x.bits) * a.clock_hz / 1e12 : 0;
     m.fraction_of_peak = m.peak_tflops > 0 ? m.tflops / m.peak_tflops : 0;
     m.min_bytes = op.min_bytes();
-    m.tensor_util = x.mac_cycles / a.clock_hz / tt;
-    m.simt_util = x.sfu_cycles / a.clock_hz / tt;
+    m.tensor_util = x.mac_cycles / clk / tt;
+    m.simt_util = x.sfu_cycles / clk / tt;
     m.hbm_read_bytes = x.counters.dram_bits / 8;
     m.hbm_bandwidth = m.hbm_read_bytes / tt;
     m.hbm_bandwidth_util = m.hbm_bandwidth / cfg.chip.accel.dram.bandwidth;
@@ -256,12 +278,16 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
       else if (busiest == m.simt_util) m.bound = "compute (special-function units)";
       else m.bound = "DRAM bandwidth";
     }
-    if (table) add_accel_energy(m, x.counters, *table, a.voltage_v);
+    if (capped) set_power(m, span);
+    if (table) add_accel_energy(m, x.counters, *table, voltage_of(x.core_scale));
+    const double core_j = m.dynamic_j - m.class_j[static_cast<int>(energy::Class::offchip_memory)];  // DRAM is off the core rail
+    total_core += core_j;
+    total_scaled += core_j * x.core_scale;
     rep.ops.push_back(o);
     total_c += x.counters;
     total_flops += m.flops;
     total_bytes += m.hbm_read_bytes;
-    total_busy += x.mac_cycles / a.clock_hz;
+    total_busy += x.mac_cycles / clk;
     total_dram_busy += x.dram_busy_s;
   }
   Metrics& m = rep.total;
@@ -276,8 +302,9 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
   m.tensor_util = total_busy / tt;
   m.hbm_busy = total_dram_busy / tt;
   m.bound = m.tensor_util >= m.hbm_busy ? "compute (MAC array)" : "DRAM bandwidth";
+  if (capped) set_power(m, over_span(r.power_tracks.front(), 0, r.end_s, table->nominal_voltage));
   if (table) {
-    add_accel_energy(m, total_c, *table, a.voltage_v);
+    add_accel_energy(m, total_c, *table, voltage_of(total_core > 0 ? total_scaled / total_core : 1));
     if (t.tokens > 0) m.joules_per_token = m.energy_j / t.tokens;
   }
   return rep;
@@ -461,9 +488,13 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
       if (rep.power.capped) s = {r.ops[i].core_scale, spans[i].leakage_scale, 1};
       s.switching = t.ops[i].switching;
       add_energy(m, op_counters[i], r.ops[i].collective ? 0 : per_gpu, table, s, static_w * gpus_here, uncore_w * gpus_here);
-      weight += m.dynamic_j;
-      core_sum += m.dynamic_j * s.core;
-      switching_sum += m.dynamic_j * s.switching;
+      // Weighted by the op's core-rail energy (DRAM and NVLink are off it).
+      double core_j = 0;
+      for (const auto& [name, j] : m.action_j)
+        if (energy::on_core_rail(name)) core_j += j;
+      weight += core_j;
+      core_sum += core_j * s.core;
+      switching_sum += core_j * s.switching;
     }
     // The whole run's counters at the dynamic-energy-weighted means of the ops' scalings.
     energy::Scaling s = fixed;

@@ -128,3 +128,26 @@ TEST_CASE("power: the report's energy is the governor's power integrated; B200 r
   CHECK(b["total"]["power"]["chip_power_w"].as<double>() == Approx(1000).epsilon(0.05));
   CHECK(b["total"]["power"]["sm_clock_hz"].as<double>() < 1.98e9);
 }
+
+TEST_CASE("power: the MAGNet accelerator runs through the same governor", "[sim][power][accelerator]") {
+  const std::string magnet = source_path("configs/magnet-int4.yaml");
+  const std::string trace = "xpusim_trace: 1\nops:\n  - {name: g, kind: gemm, m: 1024, n: 1024, k: 1024, dtype: int4}\n";
+  auto run = [&](const char* limit) {
+    return simulate(magnet, trace, {"power.mode=capped", std::string("power.limit=") + limit, "power.start=sustained"});
+  };
+  const YAML::Node low = run("100 mW"), high = run("2 W");
+  // Under a tight limit the clock falls below the top operating point and the chip sits at the limit.
+  CHECK(low["total"]["power"]["sm_clock_hz"].as<double>() < 1.7e9);
+  CHECK(low["total"]["power"]["chip_power_w"].as<double>() == Approx(0.1).epsilon(0.05));
+  CHECK(low["total"]["bound"].as<std::string>() == "power");
+  // Above what it draws, it runs at the top operating point (1760 MHz at 1.05 V), unthrottled.
+  CHECK(high["total"]["power"]["sm_clock_hz"].as<double>() == Approx(1.76e9));
+  CHECK(high["total"]["power"]["throttled_share"].as<double>() == 0);
+  CHECK(low["total"]["time_s"].as<double>() > 1.5 * high["total"]["time_s"].as<double>());
+  // Energy per operation is lower at the lower voltage.
+  CHECK(low["total"]["energy"]["tops_per_w_on_chip"].as<double>() > high["total"]["energy"]["tops_per_w_on_chip"].as<double>());
+  // The report's energy is the governor's windows integrated.
+  double e = 0;
+  for (const Window& x : track(low)) e += x.power * (x.end - x.start);
+  CHECK(low["total"]["energy"]["total_j"].as<double>() == Approx(e).epsilon(0.03));
+}
