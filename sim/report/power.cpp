@@ -70,6 +70,24 @@ std::vector<PowerSample> merge_steady(const std::vector<PowerSample>& track) {
   return out;
 }
 
+PowerInfo power_info(const PowerParams& p, std::vector<int> gpus, const std::vector<std::vector<PowerSample>>& tracks) {
+  PowerInfo info;
+  info.capped = true;
+  info.limit_w = p.limit_w;
+  info.peak_ratio = p.peak_ratio;
+  info.base_clock_hz = p.base_clock_hz;
+  info.boost_clock_hz = p.boost_clock_hz;
+  info.idle_floor_w = p.idle_floor_w;
+  info.time_constant_s = p.time_constant_s;
+  info.start = p.start;
+  info.gpus = std::move(gpus);
+  for (const auto& tr : tracks) {
+    for (const PowerSample& x : tr) info.peak_filtered_w = std::max(info.peak_filtered_w, x.filtered_w);
+    info.tracks.push_back(merge_steady(tr));
+  }
+  return info;
+}
+
 void write_power_settings(JsonWriter& w, const PowerInfo& p) {
   w.key("power").begin_object();
   w.field("mode", "capped").field("limit_w", p.limit_w).field("peak_ratio", p.peak_ratio).field("base_clock_hz", p.base_clock_hz);

@@ -26,6 +26,9 @@ void set_power(Metrics& m, const SpanPower& s);
 // (time-weighted), so that a long steady load is a few entries rather than one per window.
 std::vector<PowerSample> merge_steady(const std::vector<PowerSample>& track);
 
+// A report's power section: the settings, and each chip's governor windows merged where steady.
+PowerInfo power_info(const PowerParams& p, std::vector<int> gpus, const std::vector<std::vector<PowerSample>>& tracks);
+
 void write_power_settings(JsonWriter& w, const PowerInfo& p);
 void write_power_metrics(JsonWriter& w, const Metrics& m);
 

@@ -227,20 +227,7 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
   // priced at the voltage its core energy ran at on average.
   const PowerParams& pw = cfg.chip.accel.power;
   const bool capped = pw.capped() && table && !r.power_tracks.empty();
-  if (capped) {
-    PowerInfo& p = rep.power;
-    p.capped = true;
-    p.limit_w = pw.limit_w;
-    p.peak_ratio = pw.peak_ratio;
-    p.base_clock_hz = pw.base_clock_hz;
-    p.boost_clock_hz = pw.boost_clock_hz;
-    p.idle_floor_w = pw.idle_floor_w;
-    p.time_constant_s = pw.time_constant_s;
-    p.start = pw.start;
-    p.gpus = {0};
-    for (const PowerSample& x : r.power_tracks.front()) p.peak_filtered_w = std::max(p.peak_filtered_w, x.filtered_w);
-    p.tracks = {merge_steady(r.power_tracks.front())};
-  }
+  if (capped) rep.power = power_info(pw, {0}, r.power_tracks);
   auto voltage_of = [&](double core_scale) { return capped ? table->nominal_voltage * std::sqrt(core_scale) : a.voltage_v; };
   energy::AccelCounters total_c;
   double total_flops = 0, total_bytes = 0, total_busy = 0, total_dram_busy = 0, total_core = 0, total_scaled = 0;
@@ -434,20 +421,7 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
   SpanPower total_span;
   if (g.power.capped() && cfg.energy_table && !r.power_tracks.empty()) {
     const double vn = cfg.energy_table->nominal_voltage;
-    PowerInfo& p = rep.power;
-    p.capped = true;
-    p.limit_w = g.power.limit_w;
-    p.peak_ratio = g.power.peak_ratio;
-    p.base_clock_hz = g.power.base_clock_hz;
-    p.boost_clock_hz = g.power.boost_clock_hz;
-    p.idle_floor_w = g.power.idle_floor_w;
-    p.time_constant_s = g.power.time_constant_s;
-    p.start = g.power.start;
-    p.gpus = r.simulated_gpus;
-    for (const auto& tr : r.power_tracks) {
-      for (const PowerSample& x : tr) p.peak_filtered_w = std::max(p.peak_filtered_w, x.filtered_w);
-      p.tracks.push_back(merge_steady(tr));
-    }
+    rep.power = power_info(g.power, r.simulated_gpus, r.power_tracks);
     for (size_t i = 0; i < t.ops.size(); ++i) {
       if (r.ops[i].collective || r.ops[i].devices.empty()) continue;
       const auto it = std::find(r.simulated_gpus.begin(), r.simulated_gpus.end(), r.ops[i].devices.front());
