@@ -24,7 +24,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_RUNS = ["h100-sxm:int8", "h100-sxm:fp8", "b200:fp4", "magnet-int4:int4"]
 MATRIX_KINDS = {"gemm", "conv2d", "attention"}
-CLASSES = ["math", "instruction_overhead", "onchip_memory", "offchip_memory", "interconnect", "static"]
+CLASSES = ["math", "instruction_overhead", "onchip_memory", "offchip_memory", "interconnect", "static", "uncore"]  # uncore: power.idle_floor
 
 
 def rewrite(trace, fmt, accelerator, batch):
