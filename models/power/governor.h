@@ -22,7 +22,6 @@ class VfCurve {
   explicit VfCurve(std::vector<VfPoint> points);
   double voltage(double clock_hz) const;
   double min_clock() const { return points_.front().clock_hz; }
-  double max_clock() const { return points_.back().clock_hz; }
 
  private:
   std::vector<VfPoint> points_;

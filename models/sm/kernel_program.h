@@ -8,6 +8,7 @@
 
 #include "models/common/dtype.h"
 #include "models/common/mem_request.h"
+#include "models/sm/sm_params.h"
 
 namespace xpusim {
 
@@ -44,6 +45,9 @@ struct CtaResources {
   int registers = 0;        // per CTA
   double shared_bytes = 0;  // per CTA
 };
+
+// CTAs of this shape an empty SM holds (CTA slots, warps, registers, shared memory); 0 if none.
+int occupancy(const SmParams& p, const CtaResources& r);
 
 class KernelProgram {
  public:

@@ -185,12 +185,12 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   return end;
 }
 
-int Sm::occupancy(const CtaResources& r) const {
-  int n = p_.max_ctas;
-  if (r.threads > 0) n = std::min(n, p_.max_warps * 32 / r.threads);
-  if (r.registers > 0) n = std::min(n, p_.registers / r.registers);
-  if (r.shared_bytes > 0) n = std::min(n, static_cast<int>(p_.shared_memory_bytes / r.shared_bytes));
-  return std::max(1, n);
+int occupancy(const SmParams& p, const CtaResources& r) {
+  int n = p.max_ctas;
+  if (r.threads > 0) n = std::min(n, p.max_warps * 32 / r.threads);
+  if (r.registers > 0) n = std::min(n, p.registers / r.registers);
+  if (r.shared_bytes > 0) n = std::min(n, static_cast<int>(p.shared_memory_bytes / r.shared_bytes));
+  return std::max(n, 0);
 }
 
 void Sm::run_cta(KernelRun* k, uint64_t cta) {
@@ -246,7 +246,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   k->counters.cta_resident_s += now - start;
   // Clocking an SM costs energy every cycle it holds work; a full SM holds `occupancy` CTAs.
-  k->counters.sm_active_cycles += (clock_.cycles(now) - start_cycles) / occupancy(r);
+  k->counters.sm_active_cycles += (clock_.cycles(now) - start_cycles) / std::max(1, occupancy(p_, r));
   if (on_cta_done) on_cta_done(k);
 }
 

@@ -57,8 +57,7 @@ class Sm : public sc_core::sc_module {
   double issue_loads(const StepWork& w, KernelRun* k);
   double compute(const StepWork& w, KernelRun* k);
   static void wait_until(double t);
-  void follow_clock();
-  int occupancy(const CtaResources& r) const;  // CTAs of this shape an empty SM holds  // re-rates the shared-memory banks after a clock change
+  void follow_clock();  // re-rates the shared-memory banks after a clock change
 
   int id_;
   SmParams p_;

@@ -439,14 +439,7 @@ uint64_t Lowering::alloc(double bytes) {
   return at;
 }
 
-int Lowering::ctas_per_sm(const CtaResources& r) const {
-  const SmParams& sm = gpu_.sm;
-  int n = sm.max_ctas;
-  if (r.threads > 0) n = std::min(n, sm.max_warps * 32 / r.threads);
-  if (r.registers > 0) n = std::min(n, sm.registers / r.registers);
-  if (r.shared_bytes > 0) n = std::min(n, static_cast<int>(sm.shared_memory_bytes / r.shared_bytes));
-  return std::max(n, 0);
-}
+int Lowering::ctas_per_sm(const CtaResources& r) const { return occupancy(gpu_.sm, r); }
 
 LoweredOp Lowering::finish(std::shared_ptr<KernelProgram> p, bool tensor) {
   LoweredOp out;
