@@ -84,6 +84,13 @@ double max_clock(const Table& t, double nominal_clock, double voltage) {
   return gn > 0 ? nominal_clock * g(voltage) / gn : 0;
 }
 
+double Breakdown::core_rail_j() const {
+  double s = 0;
+  for (const auto& [name, j] : action_j)
+    if (on_core_rail(name)) s += j;
+  return s;
+}
+
 double Breakdown::dynamic_j() const {
   double s = 0;
   for (double v : class_j) s += v;
@@ -153,7 +160,8 @@ RailWeights rail_weights(const Table& t, double switching) {
     OpCounters unit;
     reinterpret_cast<double*>(&unit)[i] = 1;
     const Breakdown b = price(unit, 0, 0, t, Scaling{1, 0, switching}, 0);
-    for (const auto& [name, j] : b.action_j) (on_core_rail(name) ? w.core : w.offcore)[i] += j;
+    w.core[i] = b.core_rail_j();
+    w.offcore[i] = b.dynamic_j() - w.core[i];
   }
   return w;
 }

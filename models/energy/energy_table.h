@@ -68,6 +68,7 @@ struct Breakdown {
   double class_j[5] = {0, 0, 0, 0, 0};      // indexed by Class
   double static_j = 0;
   double dynamic_j() const;
+  double core_rail_j() const;  // the dynamic energy of actions on the core supply (on_core_rail)
   double total_j() const { return dynamic_j() + static_j; }
 };
 

@@ -139,9 +139,7 @@ void run_accelerator_governed(const config::LoadedConfig& cfg, SimResult& out, C
   std::vector<Share> shares;
   for (const auto& op : out.accel_ops) {
     const energy::Breakdown b = energy::price(op.counters, 0, table, table.nominal_voltage);
-    Share s{std::max(1.0, std::floor(op.tiles)), 0, 0};
-    for (const auto& [name, j] : b.action_j) (energy::on_core_rail(name) ? s.core_j : s.offcore_j) += j;
-    shares.push_back(s);
+    shares.push_back(Share{std::max(1.0, std::floor(op.tiles)), b.core_rail_j(), b.dynamic_j() - b.core_rail_j()});
   }
   const sc_core::sc_time period(p.control_period_s, sc_core::SC_SEC);
   sc_core::sc_time ticked = sc_core::SC_ZERO_TIME;

@@ -154,6 +154,15 @@ void set_energy(Metrics& m, const energy::Breakdown& b, const std::string& kind,
 }
 
 // `uncore_w`: power.idle_floor (times GPUs), drawn whatever runs.
+// The dynamic energy of m's actions on the core supply (energy::on_core_rail): what the
+// governor's voltage scales. DRAM and NVLink are off it.
+double core_rail_j(const Metrics& m) {
+  double s = 0;
+  for (const auto& [name, j] : m.action_j)
+    if (energy::on_core_rail(name)) s += j;
+  return s;
+}
+
 void add_energy(Metrics& m, const OpCounters& c, double refreshes, const energy::Table& t, const energy::Scaling& s,
                 double static_w, double uncore_w) {
   set_energy(m, energy::price(c, refreshes, m.time_s, t, s, static_w), "gpu",
@@ -267,7 +276,7 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
     }
     if (capped) set_power(m, span);
     if (table) add_accel_energy(m, x.counters, *table, voltage_of(x.core_scale));
-    const double core_j = m.dynamic_j - m.class_j[static_cast<int>(energy::Class::offchip_memory)];  // DRAM is off the core rail
+    const double core_j = core_rail_j(m);
     total_core += core_j;
     total_scaled += core_j * x.core_scale;
     rep.ops.push_back(o);
@@ -462,10 +471,7 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
       if (rep.power.capped) s = {r.ops[i].core_scale, spans[i].leakage_scale, 1};
       s.switching = t.ops[i].switching;
       add_energy(m, op_counters[i], r.ops[i].collective ? 0 : per_gpu, table, s, static_w * gpus_here, uncore_w * gpus_here);
-      // Weighted by the op's core-rail energy (DRAM and NVLink are off it).
-      double core_j = 0;
-      for (const auto& [name, j] : m.action_j)
-        if (energy::on_core_rail(name)) core_j += j;
+      const double core_j = core_rail_j(m);  // the weights: what the voltage scaled
       weight += core_j;
       core_sum += core_j * s.core;
       switching_sum += core_j * s.switching;
