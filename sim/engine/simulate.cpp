@@ -145,9 +145,7 @@ void run_accelerator_governed(const config::LoadedConfig& cfg, SimResult& out, C
   sc_core::sc_time ticked = sc_core::SC_ZERO_TIME;
   for (bool started = false;;) {
     const sc_core::sc_time until = ticked + period;
-    if (!started || sc_core::sc_time_to_pending_activity() <= until - sc_core::sc_time_stamp())
-      sc_core::sc_start(until - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
-    started = true;
+    start_slice(until, started, true);
     const bool finished = !sc_core::sc_pending_activity();
     const sc_core::sc_time end = finished ? sc_core::sc_time_stamp() : until;
     if (end > ticked) {

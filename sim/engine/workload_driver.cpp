@@ -74,6 +74,12 @@ void WorkloadDriver::record_stall(const std::string& why) {
   stall_ = os.str();
 }
 
+void start_slice(sc_core::sc_time until, bool& started, bool skip_empty) {
+  if (!skip_empty || !started || sc_core::sc_time_to_pending_activity() <= until - sc_core::sc_time_stamp())
+    sc_core::sc_start(until - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+  started = true;
+}
+
 void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tick) {
   const sc_core::sc_time window(window_s, sc_core::SC_SEC);
   const sc_core::sc_time tick_len(tick ? tick_s : 0, sc_core::SC_SEC);
@@ -86,11 +92,7 @@ void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tic
     watch += window;
     for (;;) {
       const sc_core::sc_time until = tick ? std::min(ticked + tick_len, watch) : watch;
-      // A governor's slice with no event in it has nothing to run (sc_start would only warn);
-      // before the first start the processes have not run yet, so nothing is pending.
-      if (!tick || !started || sc_core::sc_time_to_pending_activity() <= until - sc_core::sc_time_stamp())
-        sc_core::sc_start(until - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
-      started = true;
+      start_slice(until, started, static_cast<bool>(tick));
       const bool finished = all_done() || !stall_.empty() || !sc_core::sc_pending_activity();
       if (tick) {
         // Time rests at the last event before `until` when the next one lies beyond it: nothing

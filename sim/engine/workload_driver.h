@@ -21,6 +21,13 @@
 
 namespace xpusim::engine {
 
+// Runs the simulation to `until`, stopping early at sc_stop or when the events run out. With
+// `skip_empty` (a power governor's slices), a slice with no event in it is not started: sc_start
+// would only warn. Before the first start the processes have not run, so nothing is pending yet:
+// `started` says whether one has happened. The slice then ends at `until` even where time rests
+// at the last event before it.
+void start_slice(sc_core::sc_time until, bool& started, bool skip_empty);
+
 struct DriverOp {
   std::vector<std::pair<KernelRun*, CtaDispatcher*>> kernels;  // compute: one per simulated GPU
   const CollectiveJob* collective = nullptr;                    // or a collective
