@@ -12,6 +12,8 @@ struct KernelLibParams {
   int gemm_max_stages = 0;               // multistage (TMA) pipeline depth limit
   int gemm_raster_group = 0;             // CTA rasterisation swizzle group (rows of tiles)
   int gemm_cluster_m = 1;                // CTAs along M per cluster sharing B by TMA multicast
+  std::string gemm_mma = "wgmma";        // MMA the GEMM kernels issue: wgmma (Hopper) or tcgen05 (Blackwell)
+  bool gemm_cta_pair = false;            // tcgen05: 2-SM MMA, a CTA pair computing one 2bm x bn tile
   int gemm_threads = 0;                  // threads per GEMM CTA (producer + consumer warpgroups)
   double gemm_dequant_ops = 0;           // lane ops to convert one weight-only element to the math format
   int simt_threads = 0;                  // threads per CTA for elementwise/row-wise kernels
@@ -20,6 +22,7 @@ struct KernelLibParams {
   int attention_q_tile = 0;              // query rows per fused-attention CTA
   int attention_kv_tile = 0;             // key/value rows per inner step
   int attention_threads = 0;
+  std::string attention_mma = "wgmma";   // as gemm_mma, for fused attention
 };
 
 }  // namespace xpusim

@@ -27,6 +27,8 @@ struct TensorCoreParams {
   DtypeRates macs_per_clock;  // dense MACs per clock per tensor core
   bool sparse_2_4 = false;    // 2:4 structured sparsity doubles MAC rate on sparse weights
   double mma_latency_cycles = 0;  // issue-to-result latency of one MMA group (pipeline fill)
+  int generation = 4;             // 4: Hopper (wgmma, accumulators in registers); 5: Blackwell (tcgen05)
+  double tensor_memory_bytes = 0; // per SM: accumulator memory of fifth-generation tensor cores (0: none)
 };
 
 }  // namespace xpusim

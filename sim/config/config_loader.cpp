@@ -270,6 +270,21 @@ void check_consistency(const LoadedConfig& cfg) {
       bad("hbm.interleave", "must be a multiple of the burst and at most hbm.row_size");
     if (g.hbm.tRFC >= g.hbm.tREFI) bad("hbm.tRFC", "must be shorter than hbm.tREFI");
     if (g.sm.l1_cache_bytes < 128.0 * g.sm.l1_associativity) bad("sm.l1_cache", "must hold at least one set of 128 B lines");
+    // tcgen05 kernels need Blackwell's tensor cores; Blackwell may run Hopper's kernels (an
+    // ablation: what the old kernels would do on the new chip).
+    for (const auto& [key, mma] : {std::pair<std::string, std::string>{"kernels.gemm.mma", g.kernels.gemm_mma},
+                                   {"kernels.attention.mma", g.kernels.attention_mma}}) {
+      if (mma != "tcgen05") continue;
+      if (g.tensor_core.generation < 5)
+        bad(key, "tcgen05 needs fifth-generation tensor cores, and tensor_core.generation is " +
+                     std::to_string(g.tensor_core.generation) + " (Hopper's kernels are wgmma)");
+      if (g.tensor_core.tensor_memory_bytes < 128.0 * 4 * 32)
+        bad("tensor_core.tensor_memory", "tcgen05 kernels (" + key + ") keep accumulators in tensor memory; it must hold at least 32 columns (16 KiB)");
+    }
+    if (g.kernels.gemm_cta_pair && g.kernels.gemm_mma != "tcgen05")
+      bad("kernels.gemm.cta_pair", "the 2-SM MMA is a tcgen05 instruction; kernels.gemm.mma is " + g.kernels.gemm_mma);
+    if (g.kernels.gemm_cta_pair && g.kernels.gemm_cluster_m % 2 != 0)
+      bad("kernels.gemm.cluster_m", "must be even with kernels.gemm.cta_pair (a cluster holds whole 2-SM pairs)");
     const SystemParams& sys = g.system;
     if (sys.gpus() > 4096) bad("system.domains", "domains x gpus_per_domain must be at most 4096 GPUs");
     if (sys.gpus_per_domain > 1) {

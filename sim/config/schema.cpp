@@ -173,7 +173,12 @@ Schema make_gpu_schema() {
       .flag("sparse_2_4", &TensorCoreParams::sparse_2_4, def("false"),
             "2:4 structured weight sparsity runs at twice the dense MAC rate")
       .quantity("mma_latency", &TensorCoreParams::mma_latency_cycles, Dim::Cycles, def("32 cycles"),
-                between(0, 1e5), "Latency from MMA issue to result (pipeline fill at the end of a CTA)");
+                between(0, 1e5), "Latency from MMA issue to result (pipeline fill at the end of a CTA)")
+      .integer("generation", &TensorCoreParams::generation, def("4"), between(1, 16),
+               "Tensor-core generation: 4 = Hopper (warpgroup MMA, wgmma, accumulators in registers); 5 = Blackwell "
+               "(tcgen05: MMAs issued by one thread, accumulators in tensor memory, 2-SM MMA, block-scaled formats)")
+      .quantity("tensor_memory", &TensorCoreParams::tensor_memory_bytes, Dim::Size, def("0 B"), between(0, 64 * 1024 * kKiB),
+                "Tensor memory per SM holding MMA accumulators (128 lanes x 4 B per column); 0 = none (generation 4)");
 
   section<CrossbarParams>(s, "noc", "On-chip network between SMs and L2 slices (crossbar), and the die-to-die link",
                           [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->noc; })
@@ -262,7 +267,13 @@ Schema make_gpu_schema() {
       .integer("gemm.cluster_m", &KernelLibParams::gemm_cluster_m, def("1"), between(1, 16),
                "CTAs along M in a thread-block cluster; they share each B tile by TMA multicast (1 = no clusters)")
       .integer("gemm.threads", &KernelLibParams::gemm_threads, def("384"), between(32, 1024),
-               "Threads per GEMM CTA (one producer and two consumer warpgroups)")
+               "Threads per GEMM CTA (one producer and two consumer warpgroups); wgmma kernels")
+      .choice("gemm.mma", &KernelLibParams::gemm_mma, {"wgmma", "tcgen05"}, def("wgmma"),
+              "MMA the GEMM kernels are written for: wgmma (Hopper's warpgroup MMA, one CTA per tile) or tcgen05 "
+              "(Blackwell: persistent CTAs, accumulators in tensor memory; needs tensor_core.generation 5)")
+      .flag("gemm.cta_pair", &KernelLibParams::gemm_cta_pair, def("false"),
+            "tcgen05 only: 2-SM MMA, two CTAs of a cluster compute one tile of twice the rows, each loading half "
+            "of the shared B tile (kernels.gemm.cluster_m must be even)")
       .number("gemm.dequant_ops", &KernelLibParams::gemm_dequant_ops, def("1.5"), between(0, 64),
             "Weight-only GEMMs: SIMT lane ops to convert one weight to the math format and apply its scale "
             "(assumption: a LOP3/PRMT nibble-to-half conversion at about one op per element plus a packed "
@@ -278,7 +289,11 @@ Schema make_gpu_schema() {
       .integer("attention.kv_tile", &KernelLibParams::attention_kv_tile, def("128"), between(16, 1024),
                "Key/value rows per inner step of fused attention")
       .integer("attention.threads", &KernelLibParams::attention_threads, def("384"), between(32, 1024),
-               "Threads per fused-attention CTA");
+               "Threads per fused-attention CTA")
+      .choice("attention.mma", &KernelLibParams::attention_mma, {"wgmma", "tcgen05"}, def("wgmma"),
+              "MMA the fused-attention kernel is written for: wgmma (FlashAttention-3 style, accumulators in "
+              "registers) or tcgen05 (scores and output in tensor memory, two query tiles per CTA; needs "
+              "tensor_core.generation 5)");
   section<EnergyConfig>(s, "energy", "Energy model: the per-action energy table and the supply voltage",
                         [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->energy; })
       .text("table", &EnergyConfig::table, def(""),

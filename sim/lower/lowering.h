@@ -33,6 +33,7 @@ class Lowering {
   LoweredOp streaming(const trace::Op& op);
   LoweredOp attention(const trace::Op& op);
   LoweredOp microbenchmark(const trace::Op& op);
+  LoweredOp delay(const trace::Op& op);
   LoweredOp finish(std::shared_ptr<KernelProgram> p, bool tensor);
 
   const config::GpuConfig& gpu_;

@@ -167,3 +167,23 @@ TEST_CASE("parameters that must agree with each other are checked together", "[c
   // The error points at the line that set the value.
   CHECK_THAT(child_error("hbm:\n  tRFC: 5 us\n"), Catch::Matches(".*\\.yaml:3:9: key 'hbm.tRFC'.*"));
 }
+
+TEST_CASE("tcgen05 kernels are refused on a chip without fifth-generation tensor cores", "[config][errors][blackwell]") {
+  const std::string h100 = source_path("configs/h100-sxm.yaml"), b200 = source_path("configs/b200.yaml");
+  CHECK_THAT(error_of([&] { config::load_config(h100, {"kernels.gemm.mma=tcgen05"}); }),
+             Catch::Contains("key 'kernels.gemm.mma'") && Catch::Contains("fifth-generation tensor cores"));
+  CHECK_THAT(error_of([&] { config::load_config(h100, {"kernels.attention.mma=tcgen05"}); }),
+             Catch::Contains("key 'kernels.attention.mma'"));
+  CHECK_THAT(error_of([&] { config::load_config(h100, {"kernels.gemm.mma=tcgen05", "tensor_core.generation=5"}); }),
+             Catch::Contains("key 'tensor_core.tensor_memory'"));
+  CHECK_THAT(error_of([&] { config::load_config(h100, {"kernels.gemm.cta_pair=true"}); }),
+             Catch::Contains("key 'kernels.gemm.cta_pair'") && Catch::Contains("tcgen05"));
+  CHECK_THAT(error_of([&] { config::load_config(b200, {"kernels.gemm.cluster_m=3"}); }),
+             Catch::Contains("key 'kernels.gemm.cluster_m'") && Catch::Contains("2-SM pairs"));
+  CHECK_THAT(error_of([&] { config::load_config(h100, {"kernels.gemm.mma=tcgen5"}); }), Catch::Contains("did you mean 'tcgen05'"));
+  // The error names the file and line that asked for it.
+  const std::string child = temp_file("extends: " + h100 + "\nkernels:\n  gemm:\n    mma: tcgen05\n");
+  CHECK_THAT(error_of([&] { config::load_config(child); }), Catch::Matches(".*\\.yaml:4:\\d+: key 'kernels.gemm.mma'.*"));
+  // Blackwell may run Hopper's kernels (an ablation).
+  CHECK_NOTHROW(config::load_config(b200, {"kernels.gemm.mma=wgmma", "kernels.gemm.cta_pair=false", "kernels.attention.mma=wgmma"}));
+}

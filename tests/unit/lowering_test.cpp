@@ -4,6 +4,7 @@
 
 #include "helpers.h"
 #include "sim/config/config_loader.h"
+#include "sim/lower/gemm_program.h"
 #include "sim/lower/lowering.h"
 
 using namespace xpusim;
@@ -199,4 +200,149 @@ TEST_CASE("lowering refuses what the chip cannot run", "[lowering][errors]") {
   const auto tiles = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.tiles=[12x34]"});
   lower::Lowering lt(tiles.chip.gpu);
   CHECK_THAT(error_of([&] { lt.lower(gemm(64, 64, 64)); }), Catch::Contains("'12x34' is not a tile"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Blackwell (tcgen05) kernels.
+
+namespace {
+
+// Bytes the CTAs fetch from L2 (a multicast share is fetched once, whatever its fan-out), split
+// into A and the rest (B, its scales).
+struct L2Bytes {
+  double a = 0, b = 0, macs = 0;
+};
+
+L2Bytes l2_bytes(const KernelProgram& p, uint64_t a_base, uint64_t a_end) {
+  L2Bytes t;
+  for (uint64_t c = 0; c < p.num_ctas(); ++c)
+    for (uint64_t s = 0; s < p.steps(c); ++s) {
+      StepWork w;
+      p.step(c, s, w);
+      t.macs += w.tensor_macs;
+      for (const auto* v : {&w.loads, &w.multicast_loads})
+        for (const Strided& blk : *v) (blk.base >= a_base && blk.base < a_end ? t.a : t.b) += static_cast<double>(blk.rows * blk.row_bytes);
+    }
+  return t;
+}
+
+config::LoadedConfig b200(std::vector<std::string> sets = {}) { return config::load_config(source_path("configs/b200.yaml"), sets); }
+
+}  // namespace
+
+TEST_CASE("tcgen05 GEMMs: persistent CTAs write every output once and cover the padded tiles", "[lowering][blackwell]") {
+  const auto cfg = b200();
+  lower::Lowering l(cfg.chip.gpu);
+  for (auto shape : {std::array<int64_t, 3>{1000, 1000, 1000}, {8192, 8192, 64}, {64, 4096, 4096}, {300, 700, 90}, {4096, 4096, 512}}) {
+    const trace::Op op = gemm(shape[0], shape[1], shape[2]);
+    const auto lo = l.lower(op);
+    const Totals t = walk(*lo.program);
+    CHECK_FALSE(t.overlapping_stores);
+    CHECK(t.store_bytes == Approx(static_cast<double>(op.m * op.n * 2)));
+    CHECK(t.macs >= op.flops() / 2);
+    CHECK(t.macs <= op.flops() / 2 * 4.5);
+    CHECK(t.load_bytes >= static_cast<double>((op.m * op.k + op.k * op.n) * 2));
+    // One persistent CTA per SM at most; the CTAs of a cluster (two 2-SM pairs) stay together.
+    CHECK(lo.program->num_ctas() <= static_cast<uint64_t>(cfg.chip.gpu.sm.count));
+    CHECK_THAT(lo.program->description, Catch::Contains("tcgen05") && Catch::Contains("2-SM MMA"));
+    // Accumulators are in tensor memory: the threads hold no tile of them.
+    CHECK(lo.program->resources.registers <= 96 * lo.program->resources.threads);
+  }
+}
+
+TEST_CASE("the 2-SM MMA halves the L2 bytes of the shared operand per FLOP (analytic)", "[lowering][blackwell]") {
+  // Same tile grid (128 x 256 per CTA), same persistent kernel: 1-SM MMAs against CTA pairs.
+  const auto solo = b200({"kernels.gemm.cta_pair=false", "kernels.gemm.cluster_m=1", "kernels.gemm.tiles=[128x256]"});
+  const auto pair = b200({"kernels.gemm.cta_pair=true", "kernels.gemm.cluster_m=2", "kernels.gemm.tiles=[128x256]"});
+  lower::Lowering ls(solo.chip.gpu), lp(pair.chip.gpu);
+  const trace::Op op = gemm(4096, 4096, 1024);
+  const auto os = ls.lower(op), opr = lp.lower(op);
+  auto gp = [](const lower::LoweredOp& lo) { return dynamic_cast<const lower::GemmProgram*>(lo.program.get()); };
+  REQUIRE(gp(os) != nullptr);
+  REQUIRE(gp(opr) != nullptr);
+  const uint64_t a_end = gp(os)->a + 4096 * 1024 * 2;
+  const L2Bytes s = l2_bytes(*os.program, gp(os)->a, a_end), p = l2_bytes(*opr.program, gp(opr)->a, gp(opr)->a + 4096 * 1024 * 2);
+  REQUIRE(s.macs == p.macs);
+  // Analytic: per K element a CTA fetches bm A rows and bn B columns alone, bm and bn / 2 in a pair.
+  const double k = 1024, flops = 2.0 * s.macs, tiles = (4096 / 128) * (4096 / 256);
+  CHECK(s.b / flops == Approx(tiles * 256 * k * 2 / flops));
+  CHECK(p.b / flops == Approx(0.5 * s.b / flops));  // the shared operand: exactly half
+  CHECK(p.a == s.a);                                 // A is each SM's own
+  CHECK((p.a + p.b) / (s.a + s.b) == Approx((128.0 + 256.0 / 2) / (128.0 + 256.0)));
+  // The pair's shared memory holds half of B per stage, so its pipeline is at least as deep.
+  CHECK(opr.program->stages >= os.program->stages);
+}
+
+TEST_CASE("tensor memory bounds the accumulator tile", "[lowering][blackwell]") {
+  const trace::Op op = gemm(4096, 4096, 4096);
+  // 256 KiB: 512 columns, two 256-wide accumulators (the epilogue overlaps the next tile).
+  {
+    const auto cfg = b200({"kernels.gemm.tiles=[128x256]"});
+    lower::Lowering l(cfg.chip.gpu);
+    CHECK_THAT(l.lower(op).program->description, Catch::Contains("2 x 256 TMEM columns") && Catch::Contains("persistent"));
+  }
+  // 128 KiB: 256 columns hold one 256-wide accumulator: no overlap, one CTA per tile.
+  {
+    const auto cfg = b200({"kernels.gemm.tiles=[128x256]", "tensor_core.tensor_memory=128 KiB"});
+    lower::Lowering l(cfg.chip.gpu);
+    const auto lo = l.lower(op);
+    CHECK_THAT(lo.program->description, Catch::Contains("1 x 256 TMEM columns"));
+    CHECK_FALSE(Catch::Contains("persistent").match(lo.program->description));
+    CHECK(lo.program->num_ctas() == (4096 / 128) * (4096 / 256));
+  }
+  // 64 KiB: 128 columns; a 256-wide tile cannot run, a narrower one is chosen instead.
+  {
+    const auto cfg = b200({"kernels.gemm.tiles=[128x256, 128x128, 128x64]", "tensor_core.tensor_memory=64 KiB"});
+    lower::Lowering l(cfg.chip.gpu);
+    const auto* p = dynamic_cast<const lower::GemmProgram*>(l.lower(op).program.get());
+    REQUIRE(p != nullptr);
+    CHECK(p->bn <= 128);
+    const auto only_wide = b200({"kernels.gemm.tiles=[128x256]", "tensor_core.tensor_memory=64 KiB"});
+    lower::Lowering lw(only_wide.chip.gpu);
+    CHECK_THAT(error_of([&] { lw.lower(op); }), Catch::Contains("tensor memory"));
+  }
+}
+
+TEST_CASE("block-scaled fp4 needs no conversion work on tcgen05", "[lowering][blackwell]") {
+  const int64_t M = 256, N = 4096, K = 4096;
+  // fp4 weights beside fp8 activations: the f8f6f4 MMA takes them as they are on Blackwell;
+  // Hopper converts each weight in registers first.
+  trace::Op op = gemm(M, N, K, Dtype::fp8_e4m3);
+  op.weight_format = "mxfp4", op.weight_dtype = Dtype::fp4, op.weight_group = 32, op.weight_scale_bits = 8;
+  const auto bw = b200();
+  const auto hop = config::load_config(source_path("configs/h100-sxm.yaml"));
+  lower::Lowering lb(bw.chip.gpu), lh(hop.chip.gpu);
+  const auto on_b = lb.lower(op), on_h = lh.lower(op);
+  const Totals tb = walk(*on_b.program), th = walk(*on_h.program);
+  CHECK(tb.simt_ops == Approx(static_cast<double>(M * N)));  // the epilogue's one op per output, nothing else
+  CHECK(th.simt_ops > static_cast<double>(N * K));           // a conversion per weight
+  CHECK_THAT(on_b.program->description, Catch::Contains("native block scaling"));
+  CHECK_THAT(on_h.program->description, Catch::Contains("converted to fp8"));
+  // NVFP4 on both sides of an fp4 GEMM: the block-scaled MMA, no conversion.
+  trace::Op nv = gemm(M, N, K, Dtype::fp4);
+  nv.weight_format = "nvfp4", nv.weight_dtype = Dtype::fp4, nv.weight_group = 16, nv.weight_scale_bits = 8;
+  CHECK(walk(*lb.lower(nv).program).simt_ops == Approx(static_cast<double>(M * N)));
+}
+
+TEST_CASE("tcgen05 attention keeps S and O in tensor memory and halves K/V traffic per FLOP", "[lowering][blackwell]") {
+  trace::Op op;
+  op.name = "attn";
+  op.kind = trace::OpKind::attention;
+  op.batch = 2, op.heads = 16, op.kv_heads = 16, op.seq_q = 4096, op.seq_kv = 4096, op.head_dim = 128;
+  op.dtype = op.out_dtype = Dtype::bf16;
+  const auto bw = b200(), hop = b200({"kernels.attention.mma=wgmma"});
+  lower::Lowering lb(bw.chip.gpu), lh(hop.chip.gpu);
+  const auto tb = lb.lower(op), th = lh.lower(op);
+  const Totals wb = walk(*tb.program), wh = walk(*th.program);
+  CHECK(wb.macs == wh.macs);
+  CHECK(wb.store_bytes == wh.store_bytes);
+  CHECK_THAT(tb.program->description, Catch::Contains("2 query tiles of 128"));
+  // K and V are loaded once per CTA; a CTA covers 256 queries instead of 128.
+  const double q_bytes = static_cast<double>(2 * 16 * 4096 * 128 * 2);
+  CHECK((wb.load_bytes - q_bytes) == Approx(0.5 * (wh.load_bytes - q_bytes)));
+  // Registers no longer hold S and O.
+  CHECK(tb.program->resources.registers < th.program->resources.registers);
+  // Head dimensions whose S and O do not fit tensor memory are refused with the reason.
+  op.head_dim = 512;
+  CHECK_THAT(error_of([&] { lb.lower(op); }), Catch::Contains("tensor memory"));
 }

@@ -1,0 +1,50 @@
+#pragma once
+// Fused attention kernels (internal to sim/lower): one CTA per (batch, head, block of queries);
+// the inner loop streams blocks of K and V, computes S = QK^T and O += PV on the tensor cores and
+// the online softmax on the SIMT/SFU lanes. attention.cpp holds what every architecture shares
+// and picks the variant (kernels.attention.mma); attention_sm90.cpp (FlashAttention-3 style,
+// warpgroup MMA) and attention_sm100.cpp (tcgen05, tensor memory) are the variants.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "models/sm/kernel_program.h"
+#include "sim/config/chip_config.h"
+
+namespace xpusim::lower {
+
+class AttentionProgram : public KernelProgram {
+ public:
+  int64_t batch = 1, heads = 1, kv_heads = 1, sq = 0, skv = 0, d = 0, bq = 128, bkv = 128;
+  bool causal = false;
+  int in_bits = 16, out_bits = 16;
+  Dtype dtype = Dtype::bf16;
+  uint64_t q = 0, k = 0, v = 0, o = 0;
+  int64_t q_blocks = 0;
+
+  uint64_t num_ctas() const override { return static_cast<uint64_t>(batch * heads * q_blocks); }
+  uint64_t steps(uint64_t cta) const override;
+  void prologue(uint64_t cta, StepWork& w) const override;
+  void step(uint64_t cta, uint64_t s, StepWork& w) const override;
+  void epilogue(uint64_t cta, StepWork& w) const override;
+
+  // Architecture hooks.
+  // Sets bq, bkv, stages and resources for this chip; false if the head dimension does not fit.
+  virtual bool configure(const config::GpuConfig& gpu) = 0;
+  // MMA instructions, shared-memory reads and accumulator traffic of a step over `rows` keys
+  // (the K and V tiles' landing in shared memory is counted by the shared part).
+  virtual void mma_costs(int64_t rows, StepWork& w) const = 0;
+  virtual std::string describe() const = 0;
+  // What does not fit when configure() fails (for the error message).
+  virtual std::string limits() const = 0;
+
+ protected:
+  void coords(uint64_t cta, int64_t& b, int64_t& h, int64_t& qb) const;
+  int64_t kv_end(int64_t qb) const;
+  uint64_t q_addr(int64_t b, int64_t row, int64_t h) const;
+};
+
+std::shared_ptr<AttentionProgram> make_wgmma_attention();
+std::shared_ptr<AttentionProgram> make_tcgen05_attention();
+
+}  // namespace xpusim::lower

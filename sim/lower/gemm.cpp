@@ -1,0 +1,225 @@
+// GEMM and implicit-GEMM convolution, CUTLASS-style: output tiles, a K loop of TMA loads into a
+// multistage shared-memory ring, and MMAs on the tensor cores. This file holds what every
+// architecture's kernel shares; gemm_sm90.cpp and gemm_sm100.cpp the MMA-specific parts.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "sim/config/units.h"
+#include "sim/lower/gemm_program.h"
+#include "sim/lower/lower_util.h"
+#include "sim/lower/lowering.h"
+
+namespace xpusim::lower {
+
+using trace::Op;
+using trace::OpKind;
+
+uint64_t GemmProgram::k_steps() const { return div_up(static_cast<uint64_t>(K), static_cast<uint64_t>(bk)); }
+
+void GemmProgram::tile_of(uint64_t tile, int64_t& bi, int64_t& tm, int64_t& tn) const {
+  const int64_t per_batch = tiles_m * tiles_n;
+  bi = static_cast<int64_t>(tile) / per_batch;
+  const int64_t id = static_cast<int64_t>(tile) % per_batch;
+  const int64_t group = raster_group;
+  const int64_t per_group = group * tiles_n;
+  const int64_t first_m = (id / per_group) * group;
+  const int64_t rows = std::min(group, tiles_m - first_m);
+  const int64_t in_group = id % per_group;
+  tm = first_m + in_group % rows;
+  tn = in_group / rows;
+}
+
+void GemmProgram::tile_step(uint64_t tile, uint64_t st, StepWork& w) const {
+  int64_t bi, tm, tn;
+  tile_of(tile, bi, tm, tn);
+  const int64_t k0 = static_cast<int64_t>(st) * bk;
+  const int64_t kk = std::min(bk, K - k0);
+  const int64_t rows_m = std::min(bm, M - tm * bm);
+  const int64_t cols_n = std::min(bn, N - tn * bn);
+  const size_t loads_before = w.loads.size() + w.multicast_loads.size();
+  if (!conv) {
+    const uint64_t a_batch = bytes_of(static_cast<uint64_t>(M * K), in_bits) * static_cast<uint64_t>(bi);
+    w.loads.push_back({a + a_batch + bytes_of(static_cast<uint64_t>(tm * bm * K + k0), in_bits),
+                       static_cast<uint64_t>(rows_m), bytes_of(static_cast<uint64_t>(kk), in_bits),
+                       bytes_of(static_cast<uint64_t>(K), in_bits)});
+  } else {
+    conv_a_blocks(tm, k0, kk, rows_m, w);
+  }
+  // B: K x N row-major (weights). 2:4 sparse weights store half the K rows plus 2-bit
+  // position metadata per kept element. The variant says which of the tile's columns this CTA
+  // fetches and to how many SMs the network delivers them (TMA multicast in a cluster).
+  const int64_t b_rows = sparse ? (kk + 1) / 2 : kk;
+  const int64_t b_k0 = sparse ? k0 / 2 : k0;
+  int64_t n_lo = 0, n_cnt = 0;
+  int fanout = 1;
+  b_share(tm, cols_n, n_lo, n_cnt, fanout);
+  std::vector<Strided>& dst = fanout > 1 ? w.multicast_loads : w.loads;
+  w.multicast_fanout = fanout;
+  const uint64_t b_batch = conv ? 0 : bytes_of(static_cast<uint64_t>(K * N), b_bits) * static_cast<uint64_t>(bi);
+  if (n_cnt > 0 && !conv && !swap()) {
+    dst.push_back({b + b_batch + bytes_of(static_cast<uint64_t>(b_k0 * N + tn * bn + n_lo), b_bits),
+                   static_cast<uint64_t>(b_rows), bytes_of(static_cast<uint64_t>(n_cnt), b_bits),
+                   bytes_of(static_cast<uint64_t>(N), b_bits)});
+  } else if (n_cnt > 0) {
+    // Filters KRSC, and the weights of weight-only kernels (N x K, as checkpoints store a
+    // linear layer's [out, in] and mixed-input kernels load them): each output channel's K run
+    // is contiguous.
+    const int64_t k_stored = sparse ? (K + 1) / 2 : K;
+    dst.push_back({b + b_batch + bytes_of(static_cast<uint64_t>((tn * bn + n_lo) * k_stored + b_k0), b_bits),
+                   static_cast<uint64_t>(n_cnt), bytes_of(static_cast<uint64_t>(b_rows), b_bits),
+                   bytes_of(static_cast<uint64_t>(k_stored), b_bits)});
+  }
+  if (sparse && n_cnt > 0)
+    dst.push_back({meta + bytes_of(static_cast<uint64_t>(b_k0 * N + tn * bn + n_lo), 2), static_cast<uint64_t>(b_rows),
+                   bytes_of(static_cast<uint64_t>(n_cnt), 2), bytes_of(static_cast<uint64_t>(N), 2)});
+  // Block scales, [K / group, N] row-major (per filter for convolutions): the rows this K step
+  // touches, for this CTA's share of the columns.
+  if (scale_group > 0 && n_cnt > 0) {
+    const int64_t g0 = k0 / scale_group, g1 = (k0 + kk + scale_group - 1) / scale_group;
+    const int64_t groups_k = (K + scale_group - 1) / scale_group;
+    const uint64_t s_batch = conv ? 0 : bytes_of(static_cast<uint64_t>(groups_k * N), scale_bits) * static_cast<uint64_t>(bi);
+    dst.push_back({scales + s_batch + bytes_of(static_cast<uint64_t>(g0 * N + tn * bn + n_lo), scale_bits),
+                   static_cast<uint64_t>(g1 - g0), bytes_of(static_cast<uint64_t>(n_cnt), scale_bits),
+                   bytes_of(static_cast<uint64_t>(N), scale_bits)});
+  }
+  // The whole tile is computed (TMA zero-fills past the edges): edge waste is real work.
+  w.tensor_macs += static_cast<double>(bm * bn * bk);
+  w.tensor_dtype = dtype;
+  w.tensor_sparse = sparse;
+  // One TMA instruction per tile.
+  w.instr_mem += static_cast<double>(w.loads.size() + w.multicast_loads.size() - loads_before);
+  mma_costs(w);
+}
+
+void GemmProgram::conv_a_blocks(int64_t tm, int64_t k0, int64_t kk, int64_t rows_m, StepWork& w) const {
+  // Implicit GEMM: row m of A is output pixel (n, p, q); column k is (r, s, c), c fastest.
+  const int64_t rs = k0 / g.c, c0 = k0 % g.c;
+  const int64_t r = rs / g.s, s = rs % g.s;
+  const int64_t cc = std::min(kk, g.c - c0);
+  const uint64_t row_bytes = bytes_of(static_cast<uint64_t>(cc), in_bits);
+  const uint64_t pix_bytes = bytes_of(static_cast<uint64_t>(g.c), in_bits);
+  int64_t m = tm * bm;
+  const int64_t m_end = m + rows_m;
+  while (m < m_end) {
+    const int64_t q = m % g.q, np = m / g.q, p = np % g.p, n = np / g.p;
+    const int64_t run = std::min(m_end - m, g.q - q);  // same (n, p): consecutive q
+    const int64_t ih = p * g.stride - g.pad + r;
+    if (ih >= 0 && ih < g.h) {
+      // Valid q range: 0 <= q*stride - pad + s < w
+      int64_t q_lo = q, q_hi = q + run;  // exclusive
+      while (q_lo < q_hi && q_lo * g.stride - g.pad + s < 0) ++q_lo;
+      while (q_hi > q_lo && (q_hi - 1) * g.stride - g.pad + s >= g.w) --q_hi;
+      if (q_hi > q_lo) {
+        const int64_t iw = q_lo * g.stride - g.pad + s;
+        const uint64_t pixel = static_cast<uint64_t>((n * g.h + ih) * g.w + iw);
+        w.loads.push_back({a + pixel * pix_bytes + bytes_of(static_cast<uint64_t>(c0), in_bits),
+                           static_cast<uint64_t>(q_hi - q_lo), row_bytes, pix_bytes * static_cast<uint64_t>(g.stride)});
+      }
+    }
+    m += run;
+  }
+}
+
+void GemmProgram::tile_epilogue(uint64_t tile, StepWork& w) const {
+  int64_t bi, tm, tn;
+  tile_of(tile, bi, tm, tn);
+  const int64_t rows_m = std::min(bm, M - tm * bm);
+  const int64_t cols_n = std::min(bn, N - tn * bn);
+  const uint64_t c_batch = bytes_of(static_cast<uint64_t>(M * N), out_bits) * static_cast<uint64_t>(bi);
+  w.stores.push_back({c + c_batch + bytes_of(static_cast<uint64_t>(tm * bm * N + tn * bn), out_bits),
+                      static_cast<uint64_t>(rows_m), bytes_of(static_cast<uint64_t>(cols_n), out_bits),
+                      bytes_of(static_cast<uint64_t>(N), out_bits)});
+  // Convert the fp32 accumulators and write them out through shared memory.
+  w.fp32_ops += static_cast<double>(bm * bn);
+  w.instr_simt += static_cast<double>(bm * bn) / 32.0;
+  w.instr_mem += 1;
+}
+
+std::vector<std::pair<int64_t, int64_t>> GemmProgram::candidate_tiles(const config::GpuConfig& gpu) {
+  std::vector<std::pair<int64_t, int64_t>> tiles;  // (bm, bn)
+  for (const std::string& t : gpu.kernels.gemm_tiles) {
+    int64_t bm = 0, bn = 0;
+    char x = 0;
+    std::istringstream is(t);
+    if (!(is >> bm >> x >> bn) || x != 'x' || bm < 64 || bn < 8 || bm % 64 != 0)
+      throw UserError("kernels.gemm.tiles: '" + t + "' is not a tile MxN with M a multiple of 64 (e.g. 128x256)");
+    tiles.emplace_back(bm, bn);
+  }
+  return tiles;
+}
+
+LoweredOp Lowering::gemm(const Op& op) {
+  const TensorCoreParams& tc = gpu_.tensor_core;
+  const KernelLibParams& kl = gpu_.kernels;
+  const double rate = tc.per_sm * tc.macs_per_clock.of(op.dtype);
+  if (rate <= 0)
+    throw UserError(op.loc.str() + ": op '" + op.name + "': the tensor cores of this chip do not support " +
+                    dtype_name(op.dtype) + " (tensor_core.macs_per_clock." + dtype_name(op.dtype) + " is 0)");
+  if (op.sparse_2_4 && !tc.sparse_2_4)
+    throw UserError(op.loc.str() + ": op '" + op.name + "' asks for 2:4 sparsity but tensor_core.sparse_2_4 is false");
+
+  const bool tcgen05 = kl.gemm_mma == "tcgen05";
+  std::shared_ptr<GemmProgram> p = tcgen05 ? make_tcgen05_gemm() : make_wgmma_gemm();
+  p->dtype = op.dtype;
+  p->in_bits = dtype_bits(op.dtype);
+  p->out_bits = dtype_bits(op.out_dtype);
+  p->b_bits = dtype_bits(op.b_dtype());
+  p->b_elem_bytes = op.weight_bits() / 8.0;
+  p->sparse = op.sparse_2_4;
+  if (op.weight_only()) {
+    p->scale_group = op.weight_group;
+    p->scale_bits = op.weight_scale_bits;
+    // The tensor cores take block-scaled weights of their own format as they are (Blackwell's
+    // block-scaled fp4 MMA), and tcgen05's f8f6f4 MMAs take fp4 weights beside fp8 activations
+    // at the fp8 rate; anything else is converted in registers first.
+    const bool native = op.weight_dtype == op.dtype ||
+                        (tcgen05 && (op.dtype == Dtype::fp8_e4m3 || op.dtype == Dtype::fp8_e5m2) && op.weight_dtype == Dtype::fp4);
+    p->dequant_ops = native ? 0 : kl.gemm_dequant_ops;
+  }
+  if (op.kind == OpKind::gemm) {
+    p->M = op.m;
+    p->N = op.n;
+    p->K = op.k;
+    p->batch = op.batch;
+  } else {
+    p->conv = true;
+    p->g = ConvGeometry{op.batch, op.h, op.w, op.c, op.r, op.s, op.stride, op.pad, op.conv_p(), op.conv_q()};
+    p->M = op.batch * op.conv_p() * op.conv_q();
+    p->N = op.k;
+    p->K = op.c * op.r * op.s;
+  }
+  // K per stage: k_tile bytes of each operand row. Weight-only kernels size it by the weights,
+  // which dominate their traffic, so that a stage carries as many weight bytes as a dense kernel's
+  // (a narrow format would otherwise keep too few bytes in flight to cover HBM latency).
+  p->bk = std::max<int64_t>(16, static_cast<int64_t>(kl.gemm_k_tile_bytes * 8 / std::min(p->in_bits, p->b_bits)));
+  p->raster_group = kl.gemm_raster_group;
+  p->cluster = kl.gemm_cluster_m;
+  if (p->raster_group % p->cluster != 0)
+    throw UserError("kernels.gemm.raster_group (" + std::to_string(p->raster_group) +
+                    ") must be a multiple of kernels.gemm.cluster_m (" + std::to_string(p->cluster) +
+                    ") so that the CTAs of a cluster are launched together");
+
+  // The variant picks the tile with the best estimate of time, as a library heuristic does.
+  p->choose_tile(gpu_, op, rate * (op.sparse_2_4 ? 2 : 1));
+  if (p->bm == 0)
+    throw UserError(op.loc.str() + ": op '" + op.name + "': no tile in kernels.gemm.tiles fits the SM's shared memory and " +
+                    (tcgen05 ? "tensor memory" : "registers"));
+  p->tiles_m = static_cast<int64_t>(div_up(static_cast<uint64_t>(p->M), static_cast<uint64_t>(p->bm)));
+  p->tiles_n = static_cast<int64_t>(div_up(static_cast<uint64_t>(p->N), static_cast<uint64_t>(p->bn)));
+  const double ei = p->in_bits / 8.0;
+  p->a = alloc(static_cast<double>(p->batch) * p->M * p->K * ei);
+  const double b_sets = static_cast<double>(op.kind == OpKind::gemm ? p->batch : 1);
+  p->b = alloc(b_sets * p->K * p->N * p->b_bits / 8.0);
+  if (p->sparse) p->meta = alloc(static_cast<double>(p->batch) * p->K * p->N / 8.0);
+  if (p->scale_group > 0)
+    p->scales = alloc(b_sets * std::ceil(static_cast<double>(p->K) / static_cast<double>(p->scale_group)) * p->N * p->scale_bits / 8.0);
+  p->c = alloc(static_cast<double>(p->batch) * p->M * p->N * p->out_bits / 8.0);
+  std::string d = p->describe();
+  if (op.weight_only())
+    d += ", " + op.weight_format + " weights" + (p->dequant_ops > 0 ? " converted to " + std::string(dtype_name(op.dtype)) : " (native block scaling)");
+  p->description = d;
+  return finish(p, true);
+}
+
+}  // namespace xpusim::lower

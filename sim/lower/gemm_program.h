@@ -1,0 +1,86 @@
+#pragma once
+// GEMM kernels (internal to sim/lower): what every architecture's GEMM shares (the problem, its
+// operands in memory, the tile walk, the epilogue), with hooks for what a tensor-core generation
+// does its own way: which part of the shared operand a CTA fetches, what its MMAs cost, which
+// tiles it can run and how its CTAs are scheduled. gemm.cpp holds the shared part and picks the
+// variant (kernels.gemm.mma); gemm_sm90.cpp (warpgroup MMA) and gemm_sm100.cpp (tcgen05) are the
+// variants, and a new architecture adds a file beside them.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "models/sm/kernel_program.h"
+#include "sim/config/chip_config.h"
+#include "sim/trace/trace.h"
+
+namespace xpusim::lower {
+
+struct ConvGeometry {
+  int64_t n = 0, h = 0, w = 0, c = 0, r = 0, s = 0, stride = 1, pad = 0, p = 0, q = 0;
+};
+
+class GemmProgram : public KernelProgram {
+ public:
+  int64_t M = 0, N = 0, K = 0, batch = 1;
+  int64_t bm = 0, bn = 0, bk = 0;  // bk in elements; bm x bn is one CTA's (one SM's) output tile
+  int in_bits = 16, out_bits = 16;
+  int b_bits = 16;  // the weights' elements (narrower than in_bits when weight-only quantised)
+  Dtype dtype = Dtype::bf16;
+  bool sparse = false;
+  // Block scales of the weights: one of scale_bits per scale_group elements along K (0: none).
+  int64_t scale_group = 0;
+  int scale_bits = 0;
+  double dequant_ops = 0;  // lane ops per weight element converted to dtype before the MMA (0: native)
+  // Bytes a weight element takes, 2:4 metadata and block scales included (trace::Op::weight_bits).
+  double b_elem_bytes = 2;
+  uint64_t a = 0, b = 0, meta = 0, scales = 0, c = 0;
+  int64_t tiles_m = 0, tiles_n = 0;
+  int raster_group = 8;
+  int cluster = 1;  // CTAs along M sharing each B tile (TMA multicast; 2-SM MMA pairs on tcgen05)
+  bool conv = false;
+  ConvGeometry g;
+
+  // Weight-only with conversion: the weights are the MMA's 64-row operand (see sm90's costs).
+  bool swap() const { return dequant_ops > 0; }
+  uint64_t tiles() const { return static_cast<uint64_t>(batch * tiles_m * tiles_n); }
+  uint64_t k_steps() const;
+
+  // One CTA per output tile (the variants may schedule otherwise).
+  uint64_t num_ctas() const override { return tiles(); }
+  uint64_t steps(uint64_t) const override { return k_steps(); }
+  void step(uint64_t cta, uint64_t st, StepWork& w) const override { tile_step(cta, st, w); }
+  void epilogue(uint64_t cta, StepWork& w) const override { tile_epilogue(cta, w); }
+
+  // Architecture hooks.
+  // Tile rows a CTA may have, and the tile choice: sets bm, bn, stages and resources (bm stays
+  // 0 when nothing fits). `rate` is the SM's MAC rate in this format (sparsity included).
+  virtual void choose_tile(const config::GpuConfig& gpu, const trace::Op& op, double rate) = 0;
+  // The part of the B tile's `cols_n` columns the CTA at tile row `tm` fetches from L2 (first
+  // column and count), and to how many SMs the network delivers it.
+  virtual void b_share(int64_t tm, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const = 0;
+  // MMA instructions, shared-memory and accumulator traffic, conversions of one K step.
+  virtual void mma_costs(StepWork& w) const = 0;
+  // "tile 128x256x64, 4 stages, ..." (before the weight-format note and the grid).
+  virtual std::string describe() const = 0;
+
+ protected:
+  // K step `st` of output tile `tile` (tiles in rasterised order), and the epilogue of a tile;
+  // both add to `w`.
+  void tile_step(uint64_t tile, uint64_t st, StepWork& w) const;
+  void tile_epilogue(uint64_t tile, StepWork& w) const;
+  // Rasterisation swizzle: walk `raster_group` tile rows together, column by column, so that
+  // CTAs running at the same time share A rows and B columns in L2.
+  void tile_of(uint64_t tile, int64_t& bi, int64_t& tm, int64_t& tn) const;
+  void conv_a_blocks(int64_t tm, int64_t k0, int64_t kk, int64_t rows_m, StepWork& w) const;
+  // The shared part of a tile choice: pipeline stages that fit `smem_bytes` of shared memory
+  // for `stage_bytes` per stage after the epilogue's staging (0: fewer than two).
+  static int stages_that_fit(const config::GpuConfig& gpu, double smem_bytes, double stage_bytes);
+  // Candidate tiles of kernels.gemm.tiles (errors name the key).
+  static std::vector<std::pair<int64_t, int64_t>> candidate_tiles(const config::GpuConfig& gpu);
+};
+
+// The variants (gemm_sm90.cpp, gemm_sm100.cpp).
+std::shared_ptr<GemmProgram> make_wgmma_gemm();
+std::shared_ptr<GemmProgram> make_tcgen05_gemm();
+
+}  // namespace xpusim::lower

@@ -1,0 +1,112 @@
+// Hopper's GEMM kernels (sm_90, warpgroup MMA): CUTLASS 3 warp-specialised kernels, one CTA per
+// output tile with a producer warpgroup issuing TMA and consumer warpgroups holding the fp32
+// accumulators in registers; each 64-row warpgroup MMA (wgmma) reads its rows of the row operand
+// and all of the other one from shared memory.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "sim/lower/gemm_program.h"
+#include "sim/lower/lower_util.h"
+
+namespace xpusim::lower {
+namespace {
+
+class WgmmaGemm : public GemmProgram {
+ public:
+  // In a cluster, the CTAs that share this B tile each fetch an equal share of its columns and
+  // multicast it to the others.
+  void b_share(int64_t tm, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const override {
+    const int64_t first = (tm / cluster) * cluster;
+    const int64_t members = std::min<int64_t>(cluster, tiles_m - first);
+    const int64_t share = (cols_n + members - 1) / members;
+    n_lo = std::min(cols_n, (tm - first) * share);
+    n_cnt = std::min(cols_n, n_lo + share) - n_lo;
+    fanout = static_cast<int>(members);
+  }
+
+  void mma_costs(StepWork& w) const override {
+    // One warpgroup MMA covers 64 rows x the tile's other side x 32 bytes of K. The 64 rows are
+    // A's (the tokens), or in a weight-only kernel the weights': mixed-input kernels swap the
+    // operands (C^T = B^T A^T) so that the converted weights are the MMA's register operand and
+    // the tokens its narrow side, which may be as small as 8.
+    const int64_t mma_rows = swap() ? bn : bm, mma_cols = swap() ? bm : bn;
+    const double instr = static_cast<double>(mma_rows / 64) * std::ceil(static_cast<double>(bk * in_bits) / 256.0);
+    w.instr_mma += instr;
+    // Shared memory: TMA lands the A tile and the whole B tile (every multicast share). Each
+    // 64-row warpgroup MMA reads its rows of the row operand and all of the other one; swapped,
+    // the weights are read once into registers and converted there.
+    const double b_tile_bytes = static_cast<double>(bn * bk) * b_elem_bytes;
+    const double a_tile_bytes = static_cast<double>(bm * bk) * in_bits / 8.0;
+    w.smem_write_bytes += a_tile_bytes + b_tile_bytes;
+    w.smem_read_bytes += swap() ? b_tile_bytes + static_cast<double>(bn / 64) * a_tile_bytes
+                                : a_tile_bytes + static_cast<double>(bm / 64) * b_tile_bytes;
+    if (dequant_ops > 0) {
+      const double ops = static_cast<double>(bn * bk) * dequant_ops;
+      w.fp32_ops += ops;
+      w.instr_simt += std::ceil(ops / 32.0);
+    }
+    // Each warpgroup MMA reads and writes its 64-row block of fp32 accumulators.
+    w.rf_bytes += instr * 64.0 * static_cast<double>(mma_cols) * 4.0 * 2.0;
+  }
+
+  void choose_tile(const config::GpuConfig& gpu, const trace::Op& op, double eff_rate) override {
+    const SmParams& sm = gpu.sm;
+    const KernelLibParams& kl = gpu.kernels;
+    // Waves of tensor work against L2 operand traffic.
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<std::pair<int64_t, int64_t>> tiles = candidate_tiles(gpu);
+    if (swap()) {
+      // Swapped: each tile's 64-row side covers the weights (N) and its other side the tokens
+      // (M), which also come in the narrow widths of small batches.
+      std::vector<std::pair<int64_t, int64_t>> sw;
+      for (const auto& [rows, cols] : tiles)
+        for (int64_t tok : {int64_t{16}, int64_t{32}, cols})
+          if (std::find(sw.begin(), sw.end(), std::make_pair(tok, rows)) == sw.end()) sw.emplace_back(tok, rows);
+      tiles = sw;
+    }
+    for (const auto& [tbm, tbn] : tiles) {
+      const double stage_bytes = static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) * static_cast<double>(tbm) +
+                                 static_cast<double>(bk * tbn) * b_elem_bytes;
+      const double epilogue_bytes = static_cast<double>(tbm * tbn) * out_bits / 8.0;
+      const int st = std::min<int>(kl.gemm_max_stages, static_cast<int>((sm.shared_memory_bytes - epilogue_bytes) / stage_bytes));
+      const int consumers = std::max(1, kl.gemm_threads - kProducerThreads);
+      const int regs_per_thread = static_cast<int>(tbm * tbn / consumers) + kBaseRegisters;
+      if (st < 2 || regs_per_thread > 255) continue;
+      CtaResources r{kl.gemm_threads, regs_per_thread * kl.gemm_threads, st * stage_bytes + epilogue_bytes};
+      const int cps = occupancy(sm, r);
+      if (cps < 1) continue;
+      const double n_tiles = static_cast<double>(op.batch) * std::ceil(static_cast<double>(M) / tbm) * std::ceil(static_cast<double>(N) / tbn);
+      const double k_pad = std::ceil(static_cast<double>(K) / bk) * bk;
+      const double tile_s = tbm * tbn * k_pad / eff_rate / sm.clock_hz;
+      const double waves = std::ceil(n_tiles / (sm.count * cps));
+      const double compute_s = waves * cps * tile_s;
+      const double l2_s = n_tiles * k_pad * (tbm * in_bits / 8.0 + static_cast<double>(tbn) / cluster * b_elem_bytes) /
+                          gpu.l2.bandwidth;
+      // Conversions on the busiest SM: the dispatcher spreads tiles over the SMs first.
+      const double dequant_s = std::ceil(n_tiles / sm.count) * tbn * k_pad * dequant_ops / sm.fp32_lanes / sm.clock_hz;
+      const double est = std::max({compute_s, l2_s, dequant_s});
+      if (est < best * (1 - 1e-9)) {
+        best = est;
+        bm = tbm;
+        bn = tbn;
+        stages = st;
+        resources = r;
+      }
+    }
+  }
+
+  std::string describe() const override {
+    std::ostringstream os;
+    os << "tile " << bm << "x" << bn << "x" << bk << ", " << stages << " stages";
+    if (cluster > 1) os << ", cluster " << cluster << "x1 (B multicast)";
+    return os.str();
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<GemmProgram> make_wgmma_gemm() { return std::make_shared<WgmmaGemm>(); }
+
+}  // namespace xpusim::lower

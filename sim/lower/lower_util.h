@@ -1,0 +1,16 @@
+#pragma once
+// Helpers the kernel families of the lowering share (internal to sim/lower).
+#include <cstdint>
+
+namespace xpusim::lower {
+
+inline uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+inline uint64_t bytes_of(uint64_t elems, int bits) { return div_up(elems * static_cast<uint64_t>(bits), 8); }
+
+// Registers a thread keeps besides its accumulators (addresses, loop state, fragments).
+constexpr int kBaseRegisters = 40;
+// Threads of the producer warpgroup in warp-specialised kernels: it issues TMA and holds no
+// accumulators.
+constexpr int kProducerThreads = 128;
+
+}  // namespace xpusim::lower

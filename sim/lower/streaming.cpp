@@ -1,0 +1,105 @@
+// Elementwise and row-wise kernels.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "sim/config/units.h"
+#include "sim/lower/lower_util.h"
+#include "sim/lower/lowering.h"
+
+namespace xpusim::lower {
+namespace {
+
+using trace::Op;
+using trace::OpKind;
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise and row-wise kernels: a grid-stride loop over "units" (a chunk of elements, or a
+// group of whole rows), each thread keeping `stages` 128-bit loads in flight.
+class StreamingProgram : public KernelProgram {
+ public:
+  int64_t total = 0;       // elements
+  int64_t unit = 0;        // elements per unit of work (whole rows for row-wise ops)
+  int64_t step_elems = 0;  // elements per CTA step
+  int64_t row = 0;         // row length (row-wise), 0 for elementwise
+  uint64_t grid = 0;
+  int inputs = 1;
+  int in_bits = 16, out_bits = 16;
+  bool reduce = false;     // one output per row
+  double fp32_per_elem = 0, sfu_per_elem = 0;
+  std::vector<uint64_t> in_base;
+  uint64_t out_base = 0;
+
+  int64_t units() const { return static_cast<int64_t>(div_up(static_cast<uint64_t>(total), static_cast<uint64_t>(unit))); }
+  int64_t steps_per_unit() const { return static_cast<int64_t>(div_up(static_cast<uint64_t>(unit), static_cast<uint64_t>(step_elems))); }
+  uint64_t num_ctas() const override { return grid; }
+  uint64_t steps(uint64_t cta) const override {
+    const int64_t u = units(), c = static_cast<int64_t>(cta);
+    if (c >= u) return 0;
+    return static_cast<uint64_t>(((u - 1 - c) / static_cast<int64_t>(grid) + 1) * steps_per_unit());
+  }
+  void step(uint64_t cta, uint64_t s, StepWork& w) const override {
+    const int64_t spu = steps_per_unit();
+    const int64_t u = static_cast<int64_t>(cta) + (static_cast<int64_t>(s) / spu) * static_cast<int64_t>(grid);
+    const int64_t j = static_cast<int64_t>(s) % spu;
+    const int64_t unit_end = std::min((u + 1) * unit, total);
+    const int64_t lo = u * unit + j * step_elems;
+    const int64_t hi = std::min(lo + step_elems, unit_end);
+    if (hi <= lo) return;
+    const uint64_t n = static_cast<uint64_t>(hi - lo);
+    for (int i = 0; i < inputs; ++i)
+      w.cached_loads.push_back({in_base[static_cast<size_t>(i)] + bytes_of(static_cast<uint64_t>(lo), in_bits), 1, bytes_of(n, in_bits), 0});
+    if (!reduce) {
+      w.stores.push_back({out_base + bytes_of(static_cast<uint64_t>(lo), out_bits), 1, bytes_of(n, out_bits), 0});
+    } else if (hi == unit_end) {
+      const int64_t first_row = u * unit / row, rows = (unit_end - u * unit + row - 1) / row;
+      w.stores.push_back({out_base + bytes_of(static_cast<uint64_t>(first_row), out_bits), 1,
+                          bytes_of(static_cast<uint64_t>(rows), out_bits), 0});
+    }
+    const double dn = static_cast<double>(n);
+    w.fp32_ops = dn * fp32_per_elem;
+    w.sfu_ops = dn * sfu_per_elem;
+    w.instr_simt = std::ceil(dn / 32.0) * (fp32_per_elem + sfu_per_elem);
+    // One 128-bit access per thread per 16 bytes.
+    w.instr_mem = std::ceil(static_cast<double>(total_bytes(w.cached_loads) + total_bytes(w.stores)) / (32.0 * 16.0));
+  }
+  void epilogue(uint64_t, StepWork&) const override {}
+};
+
+}  // namespace
+
+LoweredOp Lowering::streaming(const Op& op) {
+  const KernelLibParams& kl = gpu_.kernels;
+  auto p = std::make_shared<StreamingProgram>();
+  p->in_bits = dtype_bits(op.dtype);
+  p->out_bits = dtype_bits(op.out_dtype);
+  p->total = op.elements();
+  p->step_elems = std::max<int64_t>(1, static_cast<int64_t>(kl.simt_threads * kl.simt_bytes_per_thread * 8 / p->in_bits));
+  if (op.kind == OpKind::elementwise) {
+    p->inputs = op.inputs;
+    p->fp32_per_elem = op.flops_per_element;
+    p->unit = p->step_elems;
+  } else {
+    const trace::RowwiseCost c = trace::rowwise_cost(op.kind);
+    p->fp32_per_elem = c.fp32;
+    p->sfu_per_elem = c.sfu;
+    p->row = op.cols();
+    p->reduce = op.kind == OpKind::reduction;
+    // Short rows are grouped so a CTA step still moves a full tile; long rows span steps.
+    p->unit = p->row >= p->step_elems ? p->row : (p->step_elems / p->row) * p->row;
+  }
+  p->stages = kl.simt_stages;
+  p->resources = CtaResources{kl.simt_threads, 32 * kl.simt_threads, 0};
+  const int cps = ctas_per_sm(p->resources);
+  if (cps < 1) throw UserError("kernels.simt.threads: a CTA of " + std::to_string(kl.simt_threads) + " threads does not fit on an SM");
+  p->grid = std::min<uint64_t>(static_cast<uint64_t>(p->units()), static_cast<uint64_t>(gpu_.sm.count) * static_cast<uint64_t>(cps));
+  for (int i = 0; i < p->inputs; ++i) p->in_base.push_back(alloc(static_cast<double>(p->total) * p->in_bits / 8.0));
+  p->out_base = alloc(static_cast<double>(p->reduce ? op.rows() : p->total) * p->out_bits / 8.0);
+  std::ostringstream os;
+  os << "grid-stride, " << p->step_elems << " elements per CTA step, " << p->stages << " loads in flight";
+  p->description = os.str();
+  return finish(p, false);
+}
+
+}  // namespace xpusim::lower
