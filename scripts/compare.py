@@ -10,8 +10,13 @@ accelerator computes every op in its format (VS-Quant int4/int8, special-functio
 rest). --batch N scales the token dimension (gemm m, attention batch, the first dimension of a
 shape, the trace's tokens), which is what a GPU needs to fill its SMs.
 
+--set KEY=VALUE passes a config override to every run (e.g. power.start=sustained, as benchmarks
+that repeat a kernel measure it). --published RUN=TFLOPS puts a published throughput beside a
+run, and the published ratio to the last run beside the simulated one (docs/validation.md,
+"Hopper against Blackwell").
+
 Writes OUT/compare.md and OUT/compare.csv, and each run's report under OUT/RUN/.
-Usage: scripts/compare.py [--trace T] [--batch N] [--out DIR] [CONFIG:FORMAT ...]"""
+Usage: scripts/compare.py [--trace T] [--batch N] [--set K=V ...] [--published RUN=TFLOPS ...] [--out DIR] [CONFIG:FORMAT ...]"""
 import argparse
 import csv
 import json
@@ -51,8 +56,10 @@ def rewrite(trace, fmt, accelerator, batch):
     return t
 
 
-def run(xpusim, config, trace_file, out):
+def run(xpusim, config, trace_file, out, sets=()):
     cmd = [xpusim, "run", "-q", "-c", config, "-t", trace_file, "-o", out]
+    for kv in sets:
+        cmd += ["--set", kv]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
@@ -73,9 +80,19 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--out", default="compare-out")
     ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override for every run")
+    ap.add_argument("--published", action="append", default=[], metavar="RUN=TFLOPS",
+                    help="published throughput of a run (RUN as the table names it, e.g. b200-bf16)")
     args = ap.parse_args()
     if args.batch < 1:
         sys.exit("--batch must be at least 1")
+    published = {}
+    for p in args.published:
+        label, _, value = p.partition("=")
+        try:
+            published[label] = float(value)
+        except ValueError:
+            sys.exit(f"--published '{p}': expected RUN=TFLOPS, e.g. b200-bf16=1420")
     trace = yaml.safe_load(open(args.trace))
     os.makedirs(args.out, exist_ok=True)
     rows = []
@@ -93,7 +110,7 @@ def main():
         tfile = os.path.join(out, "trace.yaml")
         with open(tfile, "w") as f:
             yaml.safe_dump(rewrite(trace, fmt, accelerator, args.batch), f, sort_keys=False)
-        rep = run(args.xpusim, config, tfile, out)
+        rep = run(args.xpusim, config, tfile, out, args.set)
         m = rep["total"]
         e = m.get("energy", {})
         tokens = rep["trace"].get("tokens", 0) or trace.get("tokens", 0) * args.batch
@@ -102,13 +119,16 @@ def main():
                "power_w": e.get("average_power_w", 0), "tops_per_w": e.get("tops_per_w", 0),
                "tops_per_w_on_chip": e.get("tops_per_w_on_chip", 0),
                "tokens_per_s": tokens / m["time_s"] if tokens else 0,
-               "joules_per_token": e.get("joules_per_token", 0)}
+               "joules_per_token": e.get("joules_per_token", 0), "published_tflops": published.get(label, 0)}
         total = e.get("total_j", 0) or 1
         for c in CLASSES:
             row[c + "_share"] = e.get("classes", {}).get(c, 0) / total
         rows.append(row)
         print(f"ran {label}: {si(row['time_s'], 's')}, {si(row['energy_j'], 'J')}", file=sys.stderr)
 
+    unknown = set(published) - {r["run"] for r in rows}
+    if unknown:
+        sys.exit(f"--published names no run: {', '.join(sorted(unknown))} (runs: {', '.join(r['run'] for r in rows)})")
     with open(os.path.join(args.out, "compare.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
@@ -123,6 +143,17 @@ def main():
                      f"| {si(r['joules_per_token'], 'J')} | {si(r['power_w'], 'W')} | {r['tops_per_w']:.3g} "
                      f"| {r['tops_per_w_on_chip']:.3g} | {r['time_s'] / base['time_s']:.3g}x "
                      f"| {r['tops_per_w'] / base['tops_per_w'] if base['tops_per_w'] else 0:.3g}x |")
+    if published:
+        lines += ["", f"Against published throughput (ratios to {base['run']}):", "",
+                  "| run | simulated TFLOP/s | published TFLOP/s | error | simulated ratio | published ratio |",
+                  "|---|---|---|---|---|---|"]
+        pb = base["published_tflops"]
+        for r in rows:
+            p = r["published_tflops"]
+            err = f"{100 * (r['tflops'] / p - 1):+.1f}%" if p else "-"
+            pr = f"{p / pb:.3g}x" if p and pb else "-"
+            lines.append(f"| {r['run']} | {r['tflops']:.4g} | {p:.4g} | {err} | {r['tflops'] / base['tflops']:.3g}x | {pr} |"
+                         if p else f"| {r['run']} | {r['tflops']:.4g} | - | - | {r['tflops'] / base['tflops']:.3g}x | - |")
     lines += ["", "Where the energy goes (share of each run's joules):", "",
               "| run | " + " | ".join(c.replace("_", " ") for c in CLASSES) + " |",
               "|---|" + "---|" * len(CLASSES)]
