@@ -168,7 +168,7 @@ class Tcgen05Gemm : public GemmProgram {
     os << ", " << stages << " stages";
     if (cluster > 1) os << ", cluster " << cluster << "x1" << (pair ? " (B split in pairs" : " (B") << (cluster > (pair ? 2 : 1) ? ", multicast)" : ")");
     os << ", " << acc_buffers << " x " << bn << " TMEM columns";
-    if (grid > 0) os << ", persistent";
+    if (grid > 0) os << ", persistent over " << tiles() << " tiles";
     return os.str();
   }
 };

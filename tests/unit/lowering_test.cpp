@@ -294,7 +294,8 @@ TEST_CASE("tensor memory bounds the accumulator tile", "[lowering][blackwell]") 
   {
     const auto cfg = b200({"kernels.gemm.tiles=[128x256, 128x128, 128x64]", "tensor_core.tensor_memory=64 KiB"});
     lower::Lowering l(cfg.chip.gpu);
-    const auto* p = dynamic_cast<const lower::GemmProgram*>(l.lower(op).program.get());
+    const auto lo = l.lower(op);  // keeps the program alive
+    const auto* p = dynamic_cast<const lower::GemmProgram*>(lo.program.get());
     REQUIRE(p != nullptr);
     CHECK(p->bn <= 128);
     const auto only_wide = b200({"kernels.gemm.tiles=[128x256]", "tensor_core.tensor_memory=64 KiB"});
