@@ -172,9 +172,11 @@ LoweredOp Lowering::gemm(const Op& op) {
     p->scale_bits = op.weight_scale_bits;
     // The tensor cores take block-scaled weights of their own format as they are (Blackwell's
     // block-scaled fp4 MMA), and tcgen05's f8f6f4 MMAs take fp4 weights beside fp8 activations
-    // at the fp8 rate; anything else is converted in registers first.
+    // at the fp8 rate, with MX (E8M0 per 32) block scales or none; NVFP4's E4M3 scales per 16
+    // need both operands in fp4 (the mxf4nvf4 kind). Anything else is converted first.
+    const bool fp8_math = op.dtype == Dtype::fp8_e4m3 || op.dtype == Dtype::fp8_e5m2;
     const bool native = op.weight_dtype == op.dtype ||
-                        (tcgen05 && (op.dtype == Dtype::fp8_e4m3 || op.dtype == Dtype::fp8_e5m2) && op.weight_dtype == Dtype::fp4);
+                        (tcgen05 && fp8_math && op.weight_dtype == Dtype::fp4 && op.weight_format != "nvfp4");
     p->dequant_ops = native ? 0 : kl.gemm_dequant_ops;
   }
   if (op.kind == OpKind::gemm) {

@@ -319,6 +319,10 @@ TEST_CASE("block-scaled fp4 needs no conversion work on tcgen05", "[lowering][bl
   CHECK(th.simt_ops > static_cast<double>(N * K));           // a conversion per weight
   CHECK_THAT(on_b.program->description, Catch::Contains("native block scaling"));
   CHECK_THAT(on_h.program->description, Catch::Contains("converted to fp8"));
+  // NVFP4 weights under fp8 activations are not an f8f6f4 format (E4M3 scales per 16): converted.
+  trace::Op nv8 = gemm(M, N, K, Dtype::fp8_e4m3);
+  nv8.weight_format = "nvfp4", nv8.weight_dtype = Dtype::fp4, nv8.weight_group = 16, nv8.weight_scale_bits = 8;
+  CHECK(walk(*lb.lower(nv8).program).simt_ops > static_cast<double>(N * K));
   // NVFP4 on both sides of an fp4 GEMM: the block-scaled MMA, no conversion.
   trace::Op nv = gemm(M, N, K, Dtype::fp4);
   nv.weight_format = "nvfp4", nv.weight_dtype = Dtype::fp4, nv.weight_group = 16, nv.weight_scale_bits = 8;
