@@ -65,6 +65,17 @@ TEST_CASE("shipped configs load with their published figures", "[config]") {
   CHECK(b200.chip.gpu.sm.max_warps == 64);  // inherited through extends
   const auto& b = b200.chip.gpu;
   CHECK(2.0 * b.sm.count * b.tensor_core.per_sm * b.tensor_core.macs_per_clock.fp4 * b.sm.clock_hz == Approx(9e15).epsilon(2e-3));
+  CHECK(b.tensor_core.generation == 5);
+  CHECK(b.tensor_core.tensor_memory_bytes == Approx(256.0 * 1024));
+  CHECK(b.kernels.gemm_mma == "tcgen05");
+
+  // The GB200's GPU: the B200 at the brief's 2.5 PFLOPS dense bf16, 186 GB, a 1200 W limit.
+  const auto gb200 = config::load_config(source_path("configs/gb200.yaml"));
+  const auto& gb = gb200.chip.gpu;
+  CHECK(2.0 * gb.sm.count * gb.tensor_core.per_sm * gb.tensor_core.macs_per_clock.bf16 * gb.sm.clock_hz == Approx(2.5e15).epsilon(2e-3));
+  CHECK(gb.hbm.capacity_bytes == Approx(186e9));
+  CHECK(gb.power.limit_w == Approx(1200));
+  CHECK(gb.power.boost_clock_hz >= gb.sm.clock_hz);
 
   const auto magnet = config::load_config(source_path("configs/magnet-int4.yaml"));
   const auto& a = magnet.chip.accel.accelerator;
