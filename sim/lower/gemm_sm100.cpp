@@ -7,8 +7,9 @@
 //  - persistent CTAs, one per SM, walk the tiles (cluster launch control hands them out); with
 //    two accumulator buffers in TMEM the epilogue of one tile drains while the next one's MMAs
 //    run, and the next tile's loads start before the epilogue;
-//  - block-scaled MXFP8/MXFP4/NVFP4 MMAs take their scales as they are (no conversion), and the
-//    f8f6f4 kind takes fp4 weights beside fp8 activations at the fp8 rate.
+//  - block-scaled MXFP8/MXFP4/NVFP4 MMAs apply their scales inside the MMA (no conversion and no
+//    promotion on the SIMT lanes), and the f8f6f4 kind takes fp4 weights beside fp8 activations
+//    at the fp8 rate.
 #include <algorithm>
 #include <cmath>
 #include <limits>

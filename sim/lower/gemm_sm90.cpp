@@ -46,6 +46,15 @@ class WgmmaGemm : public GemmProgram {
       const double ops = static_cast<double>(bn * bk) * dequant_ops;
       w.fp32_ops += ops;
       w.instr_simt += std::ceil(ops / 32.0);
+    } else if (scale_group > 0) {
+      // Block-scaled weights in the math format (MXFP8): wgmma has no block scales, so each
+      // scale block's partial sums are promoted into the fp32 accumulators with their scale on
+      // the SIMT lanes (one FMA per accumulator per block, as Hopper's block-scaled fp8 kernels
+      // such as DeepGEMM do), through a second set of registers.
+      const double ops = static_cast<double>(bm * bn) * std::ceil(static_cast<double>(bk) / static_cast<double>(scale_group));
+      w.fp32_ops += ops;
+      w.instr_simt += std::ceil(ops / 32.0);
+      w.rf_bytes += ops * 4.0 * 2.0;
     }
     // Each warpgroup MMA reads and writes its 64-row block of fp32 accumulators.
     w.rf_bytes += instr * 64.0 * static_cast<double>(mma_cols) * 4.0 * 2.0;

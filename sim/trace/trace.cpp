@@ -125,19 +125,22 @@ Dtype get_dtype(const Ctx& cx, const YAML::Node& n, const std::string& key) {
 
 // Weight-only formats: any number format, or a block-scaled one. Block scales: OCP MXFP4 has an
 // E8M0 scale per 32 E2M1 elements (4.25 bits per element; ../shared/reference/formats.md), NVFP4
-// an E4M3 scale per 16 (4.5 bits; NVIDIA Blackwell architecture). Plain int4 weights get the
-// fp16 scale per group of 128 that GPTQ and AWQ checkpoints use unless weight_group says.
+// an E4M3 scale per 16 (4.5 bits; NVIDIA Blackwell architecture), OCP MXFP8 an E8M0 scale per
+// 32 E4M3 elements (8.25 bits). Plain int4 weights get the fp16 scale per group of 128 that GPTQ
+// and AWQ checkpoints use unless weight_group says.
 // Sets `f` as o's weight format; returns what is wrong with it, or "". `group` (< 0: the
-// format's default) applies to formats without a fixed block: the caller refuses it for mxfp4
-// and nvfp4, where it can say which key.
+// format's default) applies to formats without a fixed block: the caller refuses it for the MX
+// formats and nvfp4, where it can say which key.
+bool fixed_block(const std::string& f) { return f == "mxfp4" || f == "nvfp4" || f == "mxfp8"; }
+
 std::string set_weight_format(Op& o, const std::string& f, int64_t group) {
-  if (f == "mxfp4" || f == "nvfp4") {
-    o.weight_dtype = Dtype::fp4;
-    o.weight_group = f == "mxfp4" ? 32 : 16;
+  if (fixed_block(f)) {
+    o.weight_dtype = f == "mxfp8" ? Dtype::fp8_e4m3 : Dtype::fp4;
+    o.weight_group = f == "nvfp4" ? 16 : 32;
     o.weight_scale_bits = 8;
   } else {
     const auto d = parse_dtype(f);
-    if (!d) return "unknown number format '" + f + "'; one of " + dtype_choices() + ", mxfp4, nvfp4";
+    if (!d) return "unknown number format '" + f + "'; one of " + dtype_choices() + ", mxfp8, mxfp4, nvfp4";
     o.weight_dtype = *d;
     o.weight_group = group >= 0 ? group : (*d == Dtype::int4 ? 128 : 0);
     o.weight_scale_bits = 16;
@@ -155,7 +158,7 @@ void parse_weight_format(const Ctx& cx, const YAML::Node& n, const std::string& 
   if (!wd.IsScalar()) fail(cx.at(wd), path + ".weight_dtype", "expected a number format");
   int64_t group = -1;
   if (const YAML::Node g = n["weight_group"]) {
-    if (wd.Scalar() == "mxfp4" || wd.Scalar() == "nvfp4") fail(cx.at(g), path + ".weight_group", wd.Scalar() + " fixes its block size");
+    if (fixed_block(wd.Scalar())) fail(cx.at(g), path + ".weight_group", wd.Scalar() + " fixes its block size");
     group = get_int(cx, g, path + ".weight_group", 0, kMaxDim);
   }
   const std::string problem = set_weight_format(o, wd.Scalar(), group);

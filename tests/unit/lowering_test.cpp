@@ -323,6 +323,17 @@ TEST_CASE("block-scaled fp4 needs no conversion work on tcgen05", "[lowering][bl
   trace::Op nv8 = gemm(M, N, K, Dtype::fp8_e4m3);
   nv8.weight_format = "nvfp4", nv8.weight_dtype = Dtype::fp4, nv8.weight_group = 16, nv8.weight_scale_bits = 8;
   CHECK(walk(*lb.lower(nv8).program).simt_ops > static_cast<double>(N * K));
+  // MXFP8 weights under fp8 math: Blackwell's block-scaled MMA applies the scales; Hopper's
+  // wgmma has none, so each 32-element block's partial sums are promoted with their scale on the
+  // SIMT lanes (one FMA per accumulator per block).
+  trace::Op mx8 = gemm(M, N, K, Dtype::fp8_e4m3);
+  mx8.weight_format = "mxfp8", mx8.weight_dtype = Dtype::fp8_e4m3, mx8.weight_group = 32, mx8.weight_scale_bits = 8;
+  CHECK(walk(*lb.lower(mx8).program).simt_ops == Approx(static_cast<double>(M * N)));
+  const auto h8 = lh.lower(mx8);
+  const auto* hp = dynamic_cast<const lower::GemmProgram*>(h8.program.get());
+  REQUIRE(hp != nullptr);
+  const double padded_mn = static_cast<double>(hp->tiles() * hp->bm * hp->bn);
+  CHECK(walk(*h8.program).simt_ops == Approx(padded_mn * (1.0 + static_cast<double>(K) / 32)));
   // NVFP4 on both sides of an fp4 GEMM: the block-scaled MMA, no conversion.
   trace::Op nv = gemm(M, N, K, Dtype::fp4);
   nv.weight_format = "nvfp4", nv.weight_dtype = Dtype::fp4, nv.weight_group = 16, nv.weight_scale_bits = 8;
