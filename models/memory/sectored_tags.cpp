@@ -4,6 +4,18 @@
 #include <cassert>
 
 namespace xpusim {
+namespace {
+
+// Population count without a library call (targets without POPCNT lower __builtin_popcount to
+// one, and the tag lookup counts sectors on every access).
+inline uint64_t popcount32(uint32_t x) {
+  x = x - ((x >> 1) & 0x55555555u);
+  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+  x = (x + (x >> 4)) & 0x0f0f0f0fu;
+  return static_cast<uint64_t>((x * 0x01010101u) >> 24);
+}
+
+}  // namespace
 
 SectoredTags::SectoredTags(const TagGeometry& g)
     : ways_(g.associativity),
@@ -59,10 +71,10 @@ void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint3
   if (hit >= 0) {
     WayState& way = st[hit];
     const uint32_t present = way.valid & sectors;
-    r.hit_sectors += static_cast<uint64_t>(__builtin_popcount(present));
+    r.hit_sectors += popcount32(present);
     if (!write) {
       const uint32_t missing = sectors & ~present;
-      r.miss_sectors += static_cast<uint64_t>(__builtin_popcount(missing));
+      r.miss_sectors += popcount32(missing);
       add_sectors(r.misses, line, missing);
     }
     way.valid |= sectors;
@@ -75,17 +87,28 @@ void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint3
     if (st[w].lru < st[victim].lru) victim = w;
   WayState& v = st[victim];
   if (v.dirty) {
-    r.dirty_evicted_sectors += static_cast<uint64_t>(__builtin_popcount(v.dirty));
+    r.dirty_evicted_sectors += popcount32(v.dirty);
     add_sectors(r.writebacks, tags[victim], v.dirty);
   }
   if (!write) {
-    r.miss_sectors += static_cast<uint64_t>(__builtin_popcount(sectors));
+    r.miss_sectors += popcount32(sectors);
     add_sectors(r.misses, line, sectors);
   }
   tags[victim] = line;
   v.valid = sectors;
   v.dirty = write ? sectors : 0;
   v.lru = clock_;
+}
+
+void SectoredTags::prefetch(uint64_t addr, uint64_t bytes, uint32_t slice) const {
+  if (bytes == 0) return;
+  const uint64_t end = addr + bytes;
+  for (uint64_t line = addr / line_bytes_; line * line_bytes_ < end; ++line) {
+    const uint64_t first = (static_cast<uint64_t>(slice) * sets_ + set_of(line)) * static_cast<uint64_t>(ways_);
+    const char* t = reinterpret_cast<const char*>(&tags_[first]);
+    const size_t tag_bytes = static_cast<size_t>(ways_) * sizeof(uint64_t);
+    for (size_t o = 0; o < tag_bytes; o += 64) __builtin_prefetch(t + o);
+  }
 }
 
 void SectoredTags::access(uint64_t addr, uint64_t bytes, bool write, uint32_t slice, Result& r) {

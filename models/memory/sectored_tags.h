@@ -36,6 +36,10 @@ class SectoredTags {
   // Touches [addr, addr+bytes) in slice `slice`: reads fill missing sectors; writes allocate
   // and dirty them.
   void access(uint64_t addr, uint64_t bytes, bool write, uint32_t slice, Result& r);
+  // Asks the host's caches for the sets access() would look up for [addr, addr+bytes): a caller
+  // that knows its next accesses issues this a few ahead, so that the tag lookups, which miss
+  // the host's caches in a multi-megabyte tag array, overlap. Changes nothing simulated.
+  void prefetch(uint64_t addr, uint64_t bytes, uint32_t slice) const;
   uint64_t sets_per_slice() const { return sets_; }
 
  private:
