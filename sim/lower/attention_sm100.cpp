@@ -16,7 +16,6 @@ namespace {
 
 constexpr int64_t kMmaRows = 128;     // rows of one tcgen05 MMA on one SM
 constexpr int kSoftmaxRegisters = 64;  // registers a softmax thread holds: a 64-column slice of its S row
-constexpr double kTmemLanes = 128, kTmemColumnBytes = 4;
 
 class Tcgen05Attention : public AttentionProgram {
  public:
@@ -26,7 +25,7 @@ class Tcgen05Attention : public AttentionProgram {
   bool configure(const config::GpuConfig& gpu) override {
     const KernelLibParams& kl = gpu.kernels;
     bkv = kl.attention_kv_tile;
-    tmem_columns = std::floor(gpu.tensor_core.tensor_memory_bytes / (kTmemLanes * kTmemColumnBytes));
+    tmem_columns = lower::tmem_columns(gpu.tensor_core);
     // Each 128-row query tile keeps S (bkv columns, P written over it) and O (d columns) in
     // tensor memory: two tiles if both fit, else one.
     const double per_tile = static_cast<double>(bkv + d);

@@ -92,6 +92,15 @@ void GemmProgram::tile_step(uint64_t tile, uint64_t st, StepWork& w) const {
   mma_costs(w);
 }
 
+void GemmProgram::multicast_share(int64_t tm, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const {
+  const int64_t first = (tm / cluster) * cluster;
+  const int64_t members = std::min<int64_t>(cluster, tiles_m - first);
+  const int64_t share = (cols_n + members - 1) / members;
+  n_lo = std::min(cols_n, (tm - first) * share);
+  n_cnt = std::min(cols_n, n_lo + share) - n_lo;
+  fanout = static_cast<int>(members);
+}
+
 void GemmProgram::conv_a_blocks(int64_t tm, int64_t k0, int64_t kk, int64_t rows_m, StepWork& w) const {
   // Implicit GEMM: row m of A is output pixel (n, p, q); column k is (r, s, c), c fastest.
   const int64_t rs = k0 / g.c, c0 = k0 % g.c;

@@ -72,6 +72,9 @@ class GemmProgram : public KernelProgram {
   // CTAs running at the same time share A rows and B columns in L2.
   void tile_of(uint64_t tile, int64_t& bi, int64_t& tm, int64_t& tn) const;
   void conv_a_blocks(int64_t tm, int64_t k0, int64_t kk, int64_t rows_m, StepWork& w) const;
+  // TMA multicast in a cluster along M: the CTAs sharing the B tile each fetch an equal share of
+  // its columns and the network delivers it to all of them.
+  void multicast_share(int64_t tm, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const;
   // The shared part of a tile choice: pipeline stages that fit `smem_bytes` of shared memory
   // for `stage_bytes` per stage after the epilogue's staging (0: fewer than two).
   static int stages_that_fit(const config::GpuConfig& gpu, double smem_bytes, double stage_bytes);

@@ -29,8 +29,6 @@ constexpr int kEpilogueRegisters = 32;
 // The epilogue stages its output through shared memory in column subtiles, two in flight
 // (CUTLASS SM100 epilogues store subtiles by TMA); 32 columns each.
 constexpr int64_t kEpilogueSubtileCols = 32;
-// Rows of tensor memory (lanes) and bytes per lane per column.
-constexpr double kTmemLanes = 128, kTmemColumnBytes = 4;
 
 class Tcgen05Gemm : public GemmProgram {
  public:
@@ -80,10 +78,7 @@ class Tcgen05Gemm : public GemmProgram {
       fanout = static_cast<int>(pairs);
       return;
     }
-    const int64_t share = (cols_n + members - 1) / members;
-    n_lo = std::min(cols_n, j * share);
-    n_cnt = std::min(cols_n, n_lo + share) - n_lo;
-    fanout = static_cast<int>(members);
+    multicast_share(tm, cols_n, n_lo, n_cnt, fanout);
   }
 
   double b_smem_cols() const { return pair ? static_cast<double>((bn + 1) / 2) : static_cast<double>(bn); }
@@ -117,7 +112,7 @@ class Tcgen05Gemm : public GemmProgram {
     const SmParams& sm = gpu.sm;
     const KernelLibParams& kl = gpu.kernels;
     pair = kl.gemm_cta_pair;
-    tmem_columns = std::floor(gpu.tensor_core.tensor_memory_bytes / (kTmemLanes * kTmemColumnBytes));
+    tmem_columns = lower::tmem_columns(gpu.tensor_core);
     double best = std::numeric_limits<double>::infinity();
     for (const auto& [tbm, tbn] : candidate_tiles(gpu)) {
       // tcgen05 MMAs are 64 or 128 rows per SM (128 or 256 for a pair) and at most 256 wide.

@@ -18,12 +18,7 @@ class WgmmaGemm : public GemmProgram {
   // In a cluster, the CTAs that share this B tile each fetch an equal share of its columns and
   // multicast it to the others.
   void b_share(int64_t tm, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const override {
-    const int64_t first = (tm / cluster) * cluster;
-    const int64_t members = std::min<int64_t>(cluster, tiles_m - first);
-    const int64_t share = (cols_n + members - 1) / members;
-    n_lo = std::min(cols_n, (tm - first) * share);
-    n_cnt = std::min(cols_n, n_lo + share) - n_lo;
-    fanout = static_cast<int>(members);
+    multicast_share(tm, cols_n, n_lo, n_cnt, fanout);
   }
 
   void mma_costs(StepWork& w) const override {

@@ -1,6 +1,9 @@
 #pragma once
 // Helpers the kernel families of the lowering share (internal to sim/lower).
+#include <cmath>
 #include <cstdint>
+
+#include "models/tensor_core/tensor_core_params.h"
 
 namespace xpusim::lower {
 
@@ -12,5 +15,8 @@ constexpr int kBaseRegisters = 40;
 // Threads of the producer warpgroup in warp-specialised kernels: it issues TMA and holds no
 // accumulators.
 constexpr int kProducerThreads = 128;
+
+// Columns of an SM's tensor memory (tcgen05): 128 lanes of 4-byte columns.
+inline double tmem_columns(const TensorCoreParams& tc) { return std::floor(tc.tensor_memory_bytes / (128.0 * 4.0)); }
 
 }  // namespace xpusim::lower
