@@ -145,6 +145,21 @@ void GemmProgram::tile_epilogue(uint64_t tile, StepWork& w) const {
   w.instr_mem += 1;
 }
 
+double GemmProgram::estimate_s(const config::GpuConfig& gpu, const Op& op, int64_t tbm, int64_t tbn, double dequant_cols,
+                               int cps, double eff_rate) const {
+  const SmParams& sm = gpu.sm;
+  const double n_tiles = static_cast<double>(op.batch) * std::ceil(static_cast<double>(M) / tbm) * std::ceil(static_cast<double>(N) / tbn);
+  const double k_pad = std::ceil(static_cast<double>(K) / bk) * bk;
+  const double tile_s = tbm * tbn * k_pad / eff_rate / sm.clock_hz;
+  const double waves = std::ceil(n_tiles / (sm.count * cps));
+  const double compute_s = waves * cps * tile_s;
+  const double l2_s = n_tiles * k_pad * (tbm * in_bits / 8.0 + static_cast<double>(tbn) / cluster * b_elem_bytes) /
+                      gpu.l2.bandwidth;
+  // Conversions on the busiest SM: the dispatcher spreads tiles over the SMs first.
+  const double dequant_s = std::ceil(n_tiles / sm.count) * dequant_cols * k_pad * dequant_ops / sm.fp32_lanes / sm.clock_hz;
+  return std::max({compute_s, l2_s, dequant_s});
+}
+
 std::vector<std::pair<int64_t, int64_t>> GemmProgram::candidate_tiles(const config::GpuConfig& gpu) {
   std::vector<std::pair<int64_t, int64_t>> tiles;  // (bm, bn)
   for (const std::string& t : gpu.kernels.gemm_tiles) {

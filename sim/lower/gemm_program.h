@@ -78,6 +78,11 @@ class GemmProgram : public KernelProgram {
   // The shared part of a tile choice: pipeline stages that fit `smem_bytes` of shared memory
   // for `stage_bytes` per stage after the epilogue's staging (0: fewer than two).
   static int stages_that_fit(const config::GpuConfig& gpu, double smem_bytes, double stage_bytes);
+  // A library heuristic's estimate of the kernel's time with tbm x tbn tiles: the longest of
+  // the tensor work in waves of `cps` CTAs per SM, the L2 operand traffic, and the weight
+  // conversions (`dequant_cols` of each tile's columns per K element) on the busiest SM.
+  double estimate_s(const config::GpuConfig& gpu, const trace::Op& op, int64_t tbm, int64_t tbn, double dequant_cols,
+                    int cps, double eff_rate) const;
   // Candidate tiles of kernels.gemm.tiles (errors name the key).
   static std::vector<std::pair<int64_t, int64_t>> candidate_tiles(const config::GpuConfig& gpu);
 };

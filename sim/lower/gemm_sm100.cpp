@@ -131,14 +131,7 @@ class Tcgen05Gemm : public GemmProgram {
       CtaResources r{kThreads, (kBaseRegisters + kEpilogueRegisters) * kThreads, st * stage_bytes + epilogue_bytes};
       if (occupancy(sm, r) < 1) continue;
       // One persistent CTA per SM (tensor memory is the SM's): waves of tiles over the SMs.
-      const double n_tiles = static_cast<double>(op.batch) * std::ceil(static_cast<double>(M) / tbm) * std::ceil(static_cast<double>(N) / tbn);
-      const double k_pad = std::ceil(static_cast<double>(K) / bk) * bk;
-      const double tile_s = tbm * tbn * k_pad / eff_rate / sm.clock_hz;
-      const double compute_s = std::ceil(n_tiles / sm.count) * tile_s;
-      const double l2_s = n_tiles * k_pad * (tbm * in_bits / 8.0 + static_cast<double>(tbn) / cluster * b_elem_bytes) /
-                          gpu.l2.bandwidth;
-      const double dequant_s = std::ceil(n_tiles / sm.count) * b_cols * k_pad * dequant_ops / sm.fp32_lanes / sm.clock_hz;
-      const double est = std::max({compute_s, l2_s, dequant_s});
+      const double est = estimate_s(gpu, op, tbm, tbn, b_cols, 1, eff_rate);
       if (est < best * (1 - 1e-9)) {
         best = est;
         bm = tbm;

@@ -58,7 +58,6 @@ class WgmmaGemm : public GemmProgram {
   void choose_tile(const config::GpuConfig& gpu, const trace::Op& op, double eff_rate) override {
     const SmParams& sm = gpu.sm;
     const KernelLibParams& kl = gpu.kernels;
-    // Waves of tensor work against L2 operand traffic.
     double best = std::numeric_limits<double>::infinity();
     std::vector<std::pair<int64_t, int64_t>> tiles = candidate_tiles(gpu);
     if (swap()) {
@@ -81,16 +80,7 @@ class WgmmaGemm : public GemmProgram {
       CtaResources r{kl.gemm_threads, regs_per_thread * kl.gemm_threads, st * stage_bytes + epilogue_bytes};
       const int cps = occupancy(sm, r);
       if (cps < 1) continue;
-      const double n_tiles = static_cast<double>(op.batch) * std::ceil(static_cast<double>(M) / tbm) * std::ceil(static_cast<double>(N) / tbn);
-      const double k_pad = std::ceil(static_cast<double>(K) / bk) * bk;
-      const double tile_s = tbm * tbn * k_pad / eff_rate / sm.clock_hz;
-      const double waves = std::ceil(n_tiles / (sm.count * cps));
-      const double compute_s = waves * cps * tile_s;
-      const double l2_s = n_tiles * k_pad * (tbm * in_bits / 8.0 + static_cast<double>(tbn) / cluster * b_elem_bytes) /
-                          gpu.l2.bandwidth;
-      // Conversions on the busiest SM: the dispatcher spreads tiles over the SMs first.
-      const double dequant_s = std::ceil(n_tiles / sm.count) * tbn * k_pad * dequant_ops / sm.fp32_lanes / sm.clock_hz;
-      const double est = std::max({compute_s, l2_s, dequant_s});
+      const double est = estimate_s(gpu, op, tbm, tbn, static_cast<double>(tbn), cps, eff_rate);
       if (est < best * (1 - 1e-9)) {
         best = est;
         bm = tbm;
