@@ -1,30 +1,70 @@
 #!/usr/bin/env bash
-# Wall time of the simulator on the shipped jobs, and how the simulated results compare with the
-# configured peaks. Prints measured ratios; asserts nothing (machines are shared and noisy).
+# Wall time of the simulator on the jobs of docs/performance.md, in one run against the simulator
+# as it was before the speed work (BASE_REF, built once into build-bench/), fast and exact
+# fidelity side by side, with the fast run's error against exact. Prints measured ratios;
+# asserts nothing (machines are shared and noisy).
+#   scripts/bench.sh            every job (about 15 minutes; the base takes most of it)
+#   scripts/bench.sh --quick    the GEMM and the decode step only
+#   BASE_REF=<commit>           the reference simulator (default: the commit before issue 19's work)
+#   BASE_BIN=<path>             or a reference binary already built
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+BASE_REF=${BASE_REF:-df07632}
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
 [ -x build/xpusim ] || ./scripts/build.sh
+base=${BASE_BIN:-build-bench/base/build/xpusim}  # BASE_BIN: a reference binary built elsewhere
+if [ ! -x "$base" ]; then
+  echo "building the reference simulator ($BASE_REF) into build-bench/base ..."
+  rm -rf build-bench/base && mkdir -p build-bench
+  git worktree add -f --detach build-bench/base "$BASE_REF" >/dev/null
+  (cd build-bench/base && cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j"$(nproc)" --target xpusim >/dev/null)
+fi
 out=$(mktemp -d)
-printf "%-34s %-10s %10s %12s %14s %10s\n" job config wall_s sim_time achieved "of peak"
-for job in "h100-sxm traces/gemm/bf16-8192.yaml" "b200 traces/gemm/bf16-8192.yaml" \
-           "h100-sxm traces/elementwise/add-bf16-1g.yaml" "b200 traces/elementwise/add-bf16-1g.yaml"; do
-  set -- $job
-  start=$(date +%s.%N)
-  build/xpusim run -q --config "configs/$1.yaml" --trace "$2" --out "$out/$1"
-  end=$(date +%s.%N)
-  python3 - "$out/$1/report.json" "$1" "$2" "$start" "$end" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-op = r["ops"][0]
-wall = float(sys.argv[5]) - float(sys.argv[4])
-if op["kind"] == "gemm":
-    achieved = f'{op["tflops"]:.1f} TFLOP/s'
-    frac = op["fraction_of_peak"]
-else:
-    bw = op["memory"]["hbm_bandwidth"]
-    achieved = f'{bw/1e12:.2f} TB/s'
-    frac = bw / r["chip"]["hbm_peak_bandwidth"]
-print(f'{sys.argv[3]:<34} {sys.argv[2]:<10} {wall:10.2f} {op["time_s"]*1e3:10.3f} ms {achieved:>14} {100*frac:9.1f}%')
+trap 'rm -rf "$out"' EXIT
+gen() { python3 scripts/xpusim-trace.py "$@"; }
+gen configs/models/llama-2-70b.yaml --phase decode --tp 8 -o "$out/llama70b-decode-tp8.yaml"
+gen configs/models/gpt-3-175b.yaml --phase prefill --batch 8 --prompt 2048 --tp 4 --layers 1 -o "$out/gpt3-prefill-1layer.yaml"
+gen configs/models/gpt-3-175b.yaml --phase prefill --batch 8 --prompt 2048 --tp 4 -o "$out/gpt3-prefill-96layers.yaml"
+rep="--set system.detail=representative"
+
+# job: name | config | trace | extra options | run the base too (1/0)
+jobs=("gemm-8192 | configs/h100-sxm.yaml | traces/gemm/bf16-8192.yaml | | 1"
+      "llama-2-70b-decode-tp8 | configs/systems/dgx-h100.yaml | $out/llama70b-decode-tp8.yaml | $rep | 1")
+if [ $quick = 0 ]; then
+  jobs+=("gpt-3-prefill-1-layer | configs/systems/dgx-h100.yaml | $out/gpt3-prefill-1layer.yaml | $rep | 1"
+         "gpt-3-prefill-96-layers | configs/systems/dgx-h100.yaml | $out/gpt3-prefill-96layers.yaml | $rep | 0")
+fi
+
+timed() {  # timed NAME BINARY ARGS...: wall seconds of one run
+  local name=$1 bin=$2; shift 2
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$bin" run -q "$@" --out "$out/$name" >/dev/null
+  t1=$(date +%s.%N)
+  python3 -c "print(f'{$t1 - $t0:.2f}')"
+}
+
+printf "%-26s %9s %9s %9s %8s %8s %10s %10s\n" job base_s exact_s fast_s exact/f base/f "time err" "energy err"
+for j in "${jobs[@]}"; do
+  IFS='|' read -r name cfg trace extra with_base <<<"$j"
+  name=$(echo $name); cfg=$(echo $cfg); trace=$(echo $trace); with_base=$(echo $with_base)
+  b="-"; e="-"
+  [ "$with_base" = 1 ] && b=$(timed "$name-base" "$base" -c "$cfg" -t "$trace" $extra)
+  # Exact fidelity of the 96-layer prefill takes hours; its error is measured on fewer layers.
+  [ "$with_base" = 1 ] && e=$(timed "$name-exact" build/xpusim -c "$cfg" -t "$trace" $extra --fidelity exact)
+  f=$(timed "$name-fast" build/xpusim -c "$cfg" -t "$trace" $extra --fidelity fast)
+  python3 - "$out" "$name" "$b" "$e" "$f" <<'PY'
+import json, os, sys
+out, name, b, e, f = sys.argv[1:]
+def total(kind):
+    p = os.path.join(out, f"{name}-{kind}", "report.json")
+    return json.load(open(p))["total"] if os.path.exists(p) else None
+ratio = lambda x: f"{float(x) / float(f):.1f}x" if x != "-" else "-"
+fe, ex = total("fast"), total("exact")
+terr = f"{100 * (fe['time_s'] / ex['time_s'] - 1):+.2f}%" if ex else "-"
+eerr = f"{100 * (fe['energy']['total_j'] / ex['energy']['total_j'] - 1):+.2f}%" if ex and "energy" in ex else "-"
+print(f"{name:<26} {b:>9} {e:>9} {f:>9} {ratio(e):>8} {ratio(b):>8} {terr:>10} {eerr:>10}")
 PY
 done
-rm -rf "$out"

@@ -18,6 +18,7 @@ class StatRegistry {
  public:
   Stat& add(const std::string& name, const std::string& unit, const std::string& description);
   const std::deque<Stat>& all() const { return stats_; }
+  Stat& at(size_t i) { return stats_.at(i); }
 
  private:
   std::deque<Stat> stats_;  // deque: references stay valid as stats are added

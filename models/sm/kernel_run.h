@@ -2,8 +2,10 @@
 // A kernel in flight: its program, progress and the counters its CTAs fill.
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "models/common/op_counters.h"
+#include "models/sm/fast_path.h"
 #include "models/sm/kernel_program.h"
 
 namespace xpusim {
@@ -20,6 +22,15 @@ struct KernelRun {
   double timed_start_s = -1;  // when a CTA reached the program's timed_step (microbenchmarks)
   bool lose_a_cta = false;    // fault injection: drop one CTA's completion (tests of the watchdog)
   bool spin_after_loss = false;  // fault injection: then wake the driver at every delta cycle
+
+  // Fast fidelity (models/sm/fast_path.h). memo_key: what makes the kernel's work the same as
+  // another's (its op and program, addresses aside); empty: never reused nor recorded.
+  std::string memo_key;
+  int reused_from = -1;            // the op whose recorded time and counters this kernel reused
+  uint64_t extrapolated_ctas = 0;  // CTAs not simulated, counted from the steady waves
+  double extrapolated_s = 0;       // the time they took (in the replay)
+  Replay pending;                  // played back when the simulated CTAs are done
+  uint64_t skip_steps = 0;         // steps every CTA leaves out from its next step on (steady steps extrapolated)
 };
 
 }  // namespace xpusim

@@ -57,6 +57,8 @@ bool Sm::fits_empty(const SmParams& p, const CtaResources& r) {
          p.max_ctas >= 1;
 }
 
+int Sm::capacity(const CtaResources& r) const { return occupancy(p_, r); }
+
 bool Sm::can_host(const CtaResources& r) const {
   return ctas_ + 1 <= p_.max_ctas && threads_ + r.threads <= p_.max_warps * 32 &&
          registers_ + r.registers <= p_.registers && shared_ + r.shared_bytes <= p_.shared_memory_bytes;
@@ -203,7 +205,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
   prog.prologue(cta, pro);
   const double pro_ready = issue_loads(pro, k);
 
-  const uint64_t n = prog.steps(cta);
+  uint64_t n = prog.steps(cta);
   const uint32_t depth = static_cast<uint32_t>(std::min<uint64_t>(static_cast<uint64_t>(std::max(1, prog.stages)), n));
   std::vector<StepWork> ring(depth);
   std::vector<double> ready(depth);
@@ -215,6 +217,9 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
   wait_until(pro_ready);
   wait_until(compute(pro, k));
 
+  // Fast fidelity may have every CTA leave out `k->skip_steps` steady steps: from the next step
+  // this CTA issues, step v stands for the program's step v + skip.
+  uint64_t skip_from = n, skip = 0;
   for (uint64_t s = 0; s < n; ++s) {
     const uint32_t slot = static_cast<uint32_t>(s % depth);
     if (static_cast<int64_t>(s) == prog.timed_step && k->timed_start_s < 0) k->timed_start_s = sc_core::sc_time_stamp().to_seconds();
@@ -222,9 +227,16 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
     used_tensor_cores |= ring[slot].tensor_macs > 0;
     wait_until(compute(ring[slot], k));
     stores_done = std::max(stores_done, issue(ring[slot].stores, true, k));
+    if (on_step) on_step(k);
+    if (skip == 0 && k->skip_steps > 0 && s + depth + k->skip_steps < n) {
+      skip = k->skip_steps;
+      skip_from = s + depth;
+      n -= skip;
+    }
     if (s + depth < n) {
       ring[slot].clear();
-      prog.step(cta, s + depth, ring[slot]);
+      const uint64_t next = s + depth;
+      prog.step(cta, next >= skip_from ? next + skip : next, ring[slot]);
       ready[slot] = issue_loads(ring[slot], k);
     }
   }

@@ -43,12 +43,14 @@ class Sm : public sc_core::sc_module {
 
   bool can_host(const CtaResources& r) const;
   static bool fits_empty(const SmParams& p, const CtaResources& r);
+  int capacity(const CtaResources& r) const;  // CTAs of this shape the empty SM holds
   // Places CTA `cta` of `k` here and starts it now.
   void launch(KernelRun* k, uint64_t cta);
   int resident_ctas() const { return ctas_; }
   TensorCore& tensor_core() { return tensor_core_; }
 
   std::function<void(KernelRun*)> on_cta_done;  // set by the dispatcher
+  std::function<void(KernelRun*)> on_step;      // after each step's compute (fast fidelity), if set
 
  private:
   void run_cta(KernelRun* k, uint64_t cta);

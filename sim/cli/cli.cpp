@@ -3,13 +3,17 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "models/common/systemc.h"
@@ -120,6 +124,66 @@ std::vector<std::string> sets(const po::variables_map& vm) {
   return vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
 }
 
+void add_fidelity(po::options_description& d) {
+  d.add_options()("fidelity", po::value<std::string>()->default_value("fast"),
+                  "fast: steady waves of a kernel's CTAs are extrapolated and kernels identical to one already "
+                  "simulated reuse its result (docs/performance.md); exact: every CTA of every kernel is simulated")
+      ("tolerance", po::value<double>()->default_value(0.01),
+       "fast: the largest relative change between two waves' time and counters that counts as a steady state");
+}
+
+engine::SimOptions sim_options(const std::string& cmd, const po::variables_map& vm) {
+  engine::SimOptions o;
+  const std::string f = vm["fidelity"].as<std::string>();
+  if (f == "fast") o.fidelity = engine::Fidelity::fast;
+  else if (f != "exact") throw UsageError("xpusim " + cmd + ": --fidelity must be fast or exact, got '" + f + "'");
+  o.tolerance = vm["tolerance"].as<double>();
+  if (!(o.tolerance > 0 && o.tolerance <= 0.5))
+    throw UsageError("xpusim " + cmd + ": --tolerance must be above 0 and at most 0.5 (a share: 0.01 is 1%)");
+  return o;
+}
+
+// Progress of a run that takes a while: on a terminal, one redrawn line (ops done of all,
+// simulated time, an estimate of the wall time left) from a second in; otherwise a line per op
+// class every ten seconds. Quick runs stay silent.
+class ProgressPrinter {
+ public:
+  ProgressPrinter(std::ostream& err, bool terminal) : err_(err), terminal_(terminal) {}
+  void operator()(const engine::Progress& p) {
+    const double wall = seconds_since(start_);
+    if (wall < (terminal_ ? 1.0 : 10.0) || seconds_since(last_) < (terminal_ ? 0.25 : 10.0)) return;
+    last_ = std::chrono::steady_clock::now();
+    const double f = std::clamp(p.work_done, 0.0, 1.0);
+    const std::string eta = f > 0.01 ? units::format(wall * (1 - f) / f, units::Dim::Time) : std::string("?");
+    std::ostringstream os;
+    os << "ops " << p.ops_done << "/" << p.ops_total << ", simulated " << units::format(p.simulated_s, units::Dim::Time)
+       << ", " << static_cast<int>(100 * f) << "% of the work, ETA " << eta;
+    if (terminal_) {
+      const std::string line = os.str();
+      err_ << "\r" << line << std::string(line.size() < width_ ? width_ - line.size() : 0, ' ') << std::flush;
+      width_ = std::max(width_, line.size());
+      drawn_ = true;
+      return;
+    }
+    err_ << "progress: " << os.str() << "\n";
+    for (const auto& [kind, c] : p.by_class) err_ << "  " << kind << ": " << c.first << "/" << c.second << " done\n";
+    err_ << std::flush;
+  }
+  ~ProgressPrinter() {
+    if (drawn_) err_ << "\r" << std::string(width_, ' ') << "\r" << std::flush;
+  }
+
+ private:
+  static double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
+  std::ostream& err_;
+  bool terminal_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
+  size_t width_ = 0;
+  bool drawn_ = false;
+};
+
 int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description d("xpusim run: simulate a trace on a hardware config\n\nusage: xpusim run --config FILE --trace FILE [options]\n\noptions");
   d.add_options()("help,h", "show this help")
@@ -129,6 +193,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
       ("trace-set", po::value<std::vector<std::string>>()->composing(), "override every op's dtype, weight_dtype, sparsity or switching: --trace-set dtype=fp8 (repeatable)")
       ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, report.html, summary.md, ops.csv, timeline.json (Chrome trace events), resolved-config.yaml")
       ("show-ops", po::value<int>()->default_value(20), "ops listed on the terminal (the longest ones)");
+  add_fidelity(d);
   add_limits(d);
   const auto parsed = parse_command(cmd, args, d, out);
   if (!parsed) return 0;  // --help was printed
@@ -137,6 +202,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
   if (!vm.count("trace")) throw UsageError("xpusim run: --trace is required; see `xpusim run --help`");
   if (vm["show-ops"].as<int>() < 1) throw UsageError("xpusim run: --show-ops must be at least 1");
   apply_limits(vm);
+  engine::SimOptions sim_opt = sim_options(cmd, vm);
 
   const auto t0 = std::chrono::steady_clock::now();
   const config::LoadedConfig cfg = config::load_config(vm["config"].as<std::string>(), sets(vm));
@@ -155,7 +221,14 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
                    config::resolved_yaml(cfg, "Resolved configuration of " + cfg.chip.name + " as run by xpusim " + kVersion));
 
   engine::SimResult result;
-  engine::simulate(cfg, tr, result);
+  {
+    std::optional<ProgressPrinter> progress;
+    if (!vm.count("quiet")) {
+      progress.emplace(err, &err == &std::cerr && isatty(STDERR_FILENO));
+      sim_opt.progress = [&progress](const engine::Progress& p) { (*progress)(p); };
+    }
+    engine::simulate(cfg, tr, result, sim_opt);
+  }
   if (!result.stall.empty()) {
     err << "error: " << result.stall << "\n";
     return 3;
@@ -188,6 +261,7 @@ int cmd_sweep(const std::string& cmd, const std::vector<std::string>& args, std:
       ("retry-failed", "with --resume, run the failed points again too")
       ("dry-run", "list the points and check every config and trace, run nothing")
       ("timeout", po::value<double>(), "stop a point that runs longer than this many seconds of wall time and record it as failed");
+  add_fidelity(d);
   add_limits(d);
   po::positional_options_description pos;
   pos.add("spec", 1);
@@ -215,6 +289,13 @@ int cmd_sweep(const std::string& cmd, const std::vector<std::string>& args, std:
   opt.jobs = vm.count("jobs") ? vm["jobs"].as<int>() : (sweep::under_mpi() ? 1 : cores);
   if (opt.jobs < 1 || opt.jobs > 4096) throw UsageError("xpusim sweep: --jobs must be from 1 to 4096");
   opt.limits = limit_args;
+  sim_options(cmd, vm);  // checks them
+  {
+    std::ostringstream tol;
+    tol.precision(17);
+    tol << vm["tolerance"].as<double>();
+    opt.run_args = {"--fidelity", vm["fidelity"].as<std::string>(), "--tolerance", tol.str()};
+  }
   if (vm.count("timeout")) {
     opt.timeout_s = vm["timeout"].as<double>();
     if (!(opt.timeout_s > 0)) throw UsageError("xpusim sweep: --timeout must be a positive number of seconds");

@@ -10,6 +10,8 @@ AddressMap GpuSystem::address_map(const config::GpuConfig& cfg) {
 
 GpuSystem::GpuSystem(sc_core::sc_module_name name, const config::GpuConfig& cfg, StatRegistry& stats)
     : sc_module(name),
+      registry_(stats),
+      first_stat_(stats.all().size()),
       sm_stats_(SmStats::make(stats, std::string(this->name()) + ".sm")),
       clock_(cfg.power.capped() ? cfg.power.boost_clock_hz : cfg.sm.clock_hz) {
   const double clk = cfg.sm.clock_hz;
@@ -26,6 +28,13 @@ GpuSystem::GpuSystem(sc_core::sc_module_name name, const config::GpuConfig& cfg,
   noc_->l2_side.bind(l2_->socket);
   l2_->mem.bind(hbm_->socket);
   dispatcher_ = std::make_unique<CtaDispatcher>("dispatcher", raw);
+  end_stat_ = stats.all().size();
+}
+
+void GpuSystem::enable_fast_path(const FastPathParams& p, MemoTable* memo) {
+  std::vector<Stat*> own;
+  for (size_t i = first_stat_; i < end_stat_; ++i) own.push_back(&registry_.at(i));
+  dispatcher_->enable_fast_path(p, memo, &clock_, std::move(own));
 }
 
 }  // namespace xpusim::engine

@@ -23,8 +23,13 @@ class GpuSystem : public sc_core::sc_module {
   ClockDomain& clock() { return clock_; }
   void finalize(double end_s) { hbm_->finalize(end_s); }
   static AddressMap address_map(const config::GpuConfig& cfg);
+  // The fast fidelity (models/sm/fast_path.h) on this GPU's dispatcher.
+  void enable_fast_path(const FastPathParams& p, MemoTable* memo);
 
  private:
+  StatRegistry& registry_;
+  size_t first_stat_;  // this GPU's statistics are the registry's from here to the end of construction
+  size_t end_stat_ = 0;
   SmStats sm_stats_;
   ClockDomain clock_;  // the SMs' clock: sm.clock, or the governor's choice (power.mode: capped)
   std::vector<std::unique_ptr<Sm>> sms_;

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -72,8 +73,29 @@ std::string duration_text(double s) {
   throw UserError(op.loc.str() + ": op '" + op.name + "': " + msg);
 }
 
-// The kernel library's lowering of every compute op (a collective has no kernel).
-std::vector<lower::LoweredOp> lower_compute(const config::LoadedConfig& cfg, const trace::Trace& t) {
+// What makes two kernels do the same work (fast fidelity's reuse): the op's every field that
+// reaches the lowering or the counters, and the program it was lowered to. Names, places and
+// dependencies do not; nor do addresses (each op's tensors are allocated anew).
+std::string memo_key(const trace::Op& op, const KernelProgram& p) {
+  std::ostringstream os;
+  os.precision(17);
+  os << trace::op_kind_name(op.kind) << ' ' << dtype_name(op.dtype) << ' ' << dtype_name(op.out_dtype) << " m" << op.m
+     << " n" << op.n << " k" << op.k << " b" << op.batch << " sp" << op.sparse_2_4 << " wf" << op.weight_format << ' '
+     << dtype_name(op.weight_dtype) << " g" << op.weight_group << " sb" << op.weight_scale_bits << " sw" << op.switching
+     << " d" << op.input_density << " shape";
+  for (int64_t x : op.shape) os << ' ' << x;
+  os << " in" << op.inputs << " fpe" << op.flops_per_element << " att" << op.heads << ',' << op.kv_heads << ','
+     << op.seq_q << ',' << op.seq_kv << ',' << op.head_dim << ',' << op.causal << " conv" << op.h << ',' << op.w << ','
+     << op.c << ',' << op.r << ',' << op.s << ',' << op.stride << ',' << op.pad << " mb" << op.footprint << ','
+     << op.access << ',' << op.loads << ',' << op.passes << ',' << op.warmup << ' ' << op.instruction << ',' << op.count
+     << ',' << op.warps << ',' << op.macs_per_instruction << " dur" << op.duration_s << "\nprogram: " << p.description;
+  return os.str();
+}
+
+// The kernel library's lowering of every compute op (a collective has no kernel). `work`, if
+// given, receives each op's simulation work in CTA steps (0 for a collective).
+std::vector<lower::LoweredOp> lower_compute(const config::LoadedConfig& cfg, const trace::Trace& t,
+                                            std::vector<double>* work = nullptr) {
   lower::Lowering lowering(cfg.chip.gpu);
   std::vector<lower::LoweredOp> out;
   out.reserve(t.ops.size());
@@ -81,6 +103,7 @@ std::vector<lower::LoweredOp> lower_compute(const config::LoadedConfig& cfg, con
   for (const auto& op : t.ops) {
     if (op.is_collective()) {
       out.emplace_back();
+      if (work) work->push_back(0);
       continue;
     }
     out.push_back(lowering.lower(op));
@@ -92,6 +115,7 @@ std::vector<lower::LoweredOp> lower_compute(const config::LoadedConfig& cfg, con
     const double per_cta = static_cast<double>(std::max(p.steps(0), p.num_ctas() ? p.steps(p.num_ctas() - 1) : 0)) + 1;
     const double gpus = cfg.chip.gpu.system.detail == "representative" ? 1.0 : static_cast<double>(op.devices.size());
     steps += ctas * per_cta * std::max(1.0, gpus);
+    if (work) work->push_back(ctas * per_cta * std::max(1.0, gpus));
     const double limit = limits::current().cta_steps;
     if (steps > limit)
       op_error(op, "brings the run to " + units::format(steps, units::Dim::None) + " simulated CTA steps, more than the " +
@@ -173,6 +197,8 @@ void run_accelerator_governed(const config::LoadedConfig& cfg, SimResult& out, C
 
 }  // namespace
 
+const char* fidelity_name(Fidelity f) { return f == Fidelity::fast ? "fast" : "exact"; }
+
 Topology topology(const config::GpuConfig& g) { return Topology(g.system, g.nvlink, g.nvswitch, g.nic); }
 
 Placement place(const config::LoadedConfig& cfg, const trace::Trace& t) {
@@ -229,7 +255,9 @@ std::vector<lower::LoweredOp> lower_all(const config::LoadedConfig& cfg, const t
   return lower_compute(cfg, t);
 }
 
-void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult& out) {
+void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult& out, const SimOptions& opt) {
+  out.fidelity = opt.fidelity;
+  out.tolerance = opt.fidelity == Fidelity::fast ? opt.tolerance : 0;
   if (cfg.chip.kind == "accelerator") {
     // Ops run in trace order (the accelerator has one queue).
     out.accel_ops = lower::lower_accelerator(cfg, t);
@@ -246,7 +274,8 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
   }
   const config::GpuConfig& g = cfg.chip.gpu;
   const Placement placement = place(cfg, t);
-  std::vector<lower::LoweredOp> lowered = lower_compute(cfg, t);
+  std::vector<double> work;
+  std::vector<lower::LoweredOp> lowered = lower_compute(cfg, t, &work);
   out.gpus = g.system.gpus();
   out.simulated_gpus = placement.simulated;
   out.representative = placement.representative;
@@ -264,6 +293,16 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
     dispatcher_of[d] = &systems.back()->dispatcher();
     dispatchers.push_back(&systems.back()->dispatcher());
     if (power) governor_of[d] = power->add_gpu(systems.back()->clock());
+  }
+  const bool fast = opt.fidelity == Fidelity::fast;
+  MemoTable memo;
+  if (fast) {
+    FastPathParams fp;
+    fp.extrapolate = fp.memoise = true;
+    fp.tolerance = opt.tolerance;
+    // A replay wakes every control window so that the governor sees its load as it accrues.
+    fp.replay_tick_s = g.power.capped() ? g.power.control_period_s : 1e-4;
+    for (auto& sys : systems) sys->enable_fast_path(fp, &memo);
   }
   bool any_collective = false;
   for (const auto& op : t.ops) any_collective = any_collective || op.is_collective();
@@ -289,9 +328,11 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
     } else {
       for (int d : r.devices)
         if (dispatcher_of.count(d)) runs[i].emplace_back();
+      const std::string key = fast && !runs[i].empty() ? memo_key(op, *lowered[i].program) : std::string();
       for (KernelRun& k : runs[i]) {
         k.index = static_cast<int>(i);
         k.program = lowered[i].program;
+        k.memo_key = key;
       }
       size_t k = 0;
       for (int d : r.devices)
@@ -318,10 +359,46 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
   inject_faults(t, runs);
   WorkloadDriver driver("driver", dops, std::move(preds), g.kernels.launch_gap_s, dispatchers, fabric.get(),
                         g.collectives);
+  std::function<void()> on_slice;
+  if (opt.progress) {
+    // Op classes in the order they first appear in the trace.
+    std::vector<std::string> classes;
+    std::vector<size_t> class_of(n);
+    double total_work = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const std::string c = trace::op_kind_name(t.ops[i].kind);
+      const auto it = std::find(classes.begin(), classes.end(), c);
+      class_of[i] = static_cast<size_t>(it - classes.begin());
+      if (it == classes.end()) classes.push_back(c);
+      total_work += work[i];
+    }
+    on_slice = [&, classes, class_of, total_work] {
+      Progress p;
+      p.ops_total = n;
+      p.ops_done = driver.ops_done();
+      p.simulated_s = sc_core::sc_time_stamp().to_seconds();
+      for (const std::string& c : classes) p.by_class.push_back({c, {0, 0}});
+      double done = 0;
+      for (size_t i = 0; i < n; ++i) {
+        auto& [d, all] = p.by_class[class_of[i]].second;
+        ++all;
+        if (driver.op_done(i)) {
+          ++d;
+          done += work[i];
+        } else if (!runs[i].empty()) {
+          const KernelRun& k = runs[i].front();
+          const double ctas = static_cast<double>(k.program->num_ctas());
+          if (ctas > 0) done += work[i] * static_cast<double>(k.done_ctas) / ctas;
+        }
+      }
+      p.work_done = total_work > 0 ? done / total_work : static_cast<double>(p.ops_done) / static_cast<double>(std::max<size_t>(1, n));
+      opt.progress(p);
+    };
+  }
   if (power)
-    driver.run_watched(window, g.power.control_period_s, [&](double a, double b) { power->tick(a, b); });
+    driver.run_watched(window, g.power.control_period_s, [&](double a, double b) { power->tick(a, b); }, on_slice);
   else
-    driver.run_watched(window);
+    driver.run_watched(window, 0, nullptr, on_slice, 50e-6);
   if (!driver.stall().empty()) {
     out.stall = driver.stall();
     return;
@@ -346,7 +423,7 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
   }
 }
 
-std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trace& t) {
+std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trace& t, const SimOptions& opt) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
   std::fflush(nullptr);
@@ -358,7 +435,7 @@ std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trac
     char status = 'O';
     try {
       SimResult r;
-      simulate(cfg, t, r);
+      simulate(cfg, t, r, opt);
       if (!r.stall.empty()) {
         status = 'S';
         payload = r.stall;

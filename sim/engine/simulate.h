@@ -4,6 +4,7 @@
 // `simulate`; `simulate_isolated` runs it in a forked child and returns the report JSON, for
 // tests and sweeps that need many runs in one process.
 #include "models/power/governor.h"
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,28 @@
 #include "sim/trace/trace.h"
 
 namespace xpusim::engine {
+
+// How closely the engine simulates (docs/performance.md). exact: every CTA of every kernel.
+// fast: steady waves extrapolated and identical kernels reused (models/sm/fast_path.h).
+enum class Fidelity { exact, fast };
+const char* fidelity_name(Fidelity f);
+
+// Where a run stands, for progress lines: ops finished of all, per op class, and the share of
+// the estimated simulation work (CTA steps) done.
+struct Progress {
+  size_t ops_done = 0, ops_total = 0;
+  std::vector<std::pair<std::string, std::pair<size_t, size_t>>> by_class;  // kind -> (done, total)
+  double work_done = 0;  // 0..1
+  double simulated_s = 0;
+};
+
+struct SimOptions {
+  Fidelity fidelity = Fidelity::exact;
+  double tolerance = 0.01;  // fast: largest per-wave change that counts as a steady state
+  // Called between slices of the simulation (every few microseconds of simulated time); the
+  // callee decides how often to print.
+  std::function<void(const Progress&)> progress;
+};
 
 struct OpResult {
   lower::LoweredOp lowered;  // compute ops (program is null for a collective)
@@ -45,6 +68,8 @@ struct SimResult {
   // nothing else in the result is then meaningful. Returned rather than thrown: an exception
   // raised after SystemC has switched coroutine stacks confuses AddressSanitizer.
   std::string stall;
+  Fidelity fidelity = Fidelity::exact;
+  double tolerance = 0;
 };
 
 // Where each op runs, checked against the system: every device exists, collectives can run
@@ -63,10 +88,10 @@ Topology topology(const config::GpuConfig& g);
 // it) without simulating.
 std::vector<lower::LoweredOp> lower_all(const config::LoadedConfig& cfg, const trace::Trace& t);
 
-void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult& out);
+void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult& out, const SimOptions& opt = {});
 
 // Forks, simulates in the child and returns the report JSON; a UserError in the child comes
 // back as a UserError here.
-std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trace& t);
+std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trace& t, const SimOptions& opt = {});
 
 }  // namespace xpusim::engine

@@ -80,7 +80,8 @@ void start_slice(sc_core::sc_time until, bool& started, bool skip_empty) {
   started = true;
 }
 
-void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tick) {
+void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tick, const std::function<void()>& on_slice,
+                                 double slice_s) {
   const sc_core::sc_time window(window_s, sc_core::SC_SEC);
   const sc_core::sc_time tick_len(tick ? tick_s : 0, sc_core::SC_SEC);
   sc_core::sc_time watch = sc_core::SC_ZERO_TIME, ticked = sc_core::SC_ZERO_TIME;
@@ -91,7 +92,9 @@ void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tic
     // then rest at the last event before the slice's end.
     watch += window;
     for (;;) {
-      const sc_core::sc_time until = tick ? std::min(ticked + tick_len, watch) : watch;
+      sc_core::sc_time until = tick ? std::min(ticked + tick_len, watch) : watch;
+      if (!tick && on_slice && slice_s > 0)
+        until = std::min(until, sc_core::sc_time_stamp() + sc_core::sc_time(slice_s, sc_core::SC_SEC));
       start_slice(until, started, static_cast<bool>(tick));
       const bool finished = all_done() || !stall_.empty() || !sc_core::sc_pending_activity();
       if (tick) {
@@ -101,6 +104,7 @@ void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tic
         if (end > ticked) tick(ticked.to_seconds(), end.to_seconds());
         ticked = std::max(ticked, end);
       }
+      if (on_slice) on_slice();
       if (until == watch || finished) break;
     }
     if (all_done() || !stall_.empty()) return;

@@ -50,8 +50,13 @@ class WorkloadDriver : public sc_core::sc_module {
   // simulation also pauses every `tick_s` (and once at the end) and calls tick(start, end) for
   // the slice just run: the power governor's control windows. Without it, the slices are the
   // watchdog's alone, as before.
+  // With `on_slice`, it is called after every slice; without a tick, slices are then at most
+  // `slice_s` of simulated time (progress lines).
   using Tick = std::function<void(double start_s, double end_s)>;
-  void run_watched(double window_s, double tick_s = 0, const Tick& tick = nullptr);
+  void run_watched(double window_s, double tick_s = 0, const Tick& tick = nullptr,
+                   const std::function<void()>& on_slice = nullptr, double slice_s = 0);
+  size_t ops_done() const { return done_; }
+  bool op_done(size_t i) const { return state_[i] == State::done; }
   // Why the simulation stopped with work left (the stuck ops, where each was); empty if it did
   // not.
   const std::string& stall() const { return stall_; }

@@ -90,6 +90,7 @@ LoweredOp Lowering::streaming(const Op& op) {
     p->unit = p->row >= p->step_elems ? p->row : (p->step_elems / p->row) * p->row;
   }
   p->stages = kl.simt_stages;
+  p->step_period = static_cast<uint64_t>(p->steps_per_unit());
   p->resources = CtaResources{kl.simt_threads, 32 * kl.simt_threads, 0};
   const int cps = ctas_per_sm(p->resources);
   if (cps < 1) throw UserError("kernels.simt.threads: a CTA of " + std::to_string(kl.simt_threads) + " threads does not fit on an SM");

@@ -12,6 +12,7 @@
 #include "models/energy/energy_table.h"
 #include "models/interconnect/collective.h"
 #include "sim/config/units.h"
+#include "sim/report/fidelity.h"
 #include "sim/report/json_writer.h"
 #include "sim/report/power.h"
 #include "sim/version.h"
@@ -487,6 +488,7 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     rep.stat_values.emplace_back(s.name, s.value);
     rep.stat_units.emplace_back(s.name, s.unit);
   }
+  set_fidelity(rep, t, r);
   return rep;
 }
 
@@ -526,6 +528,7 @@ std::string to_json(const Report& rep) {
     w.field("note", rep.system_note);
     w.end_object();
   }
+  if (!rep.accelerator) write_fidelity(w, rep.fidelity);
   w.key("total").begin_object();
   write_metrics(w, rep.total);
   w.end_object();
@@ -542,6 +545,7 @@ std::string to_json(const Report& rep) {
     }
     w.key("lowering").begin_object().field("description", o.lowering).field("ctas", o.ctas)
         .field("ctas_per_sm", static_cast<long long>(o.ctas_per_sm)).field("waves", o.waves).end_object();
+    write_op_fidelity(w, rep, o);
     if (!o.mappings.empty()) {
       w.key("mapping").begin_array();
       for (const auto& p : o.mappings) {
@@ -670,6 +674,7 @@ std::string terminal_table(const Report& rep, size_t max_ops) {
   std::ostringstream os;
   os << rep.config_name << " running " << rep.trace_name << " (" << rep.ops.size() << " ops)\n";
   if (!rep.system_note.empty()) os << rep.system_note << "\n";
+  if (!rep.accelerator) os << "Fidelity: " << rep.fidelity.note << "\n";
   for (const auto& row : r) {
     for (size_t i = 0; i < row.size(); ++i) {
       os << row[i];
@@ -687,6 +692,7 @@ std::string to_markdown(const Report& rep, double wall_s) {
   os << "# xpusim report: " << rep.config_name << " running " << rep.trace_name << "\n\n";
   os << "Config `" << rep.config_file << "`, trace `" << rep.trace_file << "`, xpusim " << rep.version << ".\n\n";
   if (!rep.system_note.empty()) os << "System: " << rep.system_note << ".\n\n";
+  if (!rep.accelerator) os << "Fidelity: " << rep.fidelity.note << ".\n\n";
   os << total_line(rep) << ".\n\n";
   const auto r = rows(rep, 200);
   for (size_t i = 0; i < r.size(); ++i) {

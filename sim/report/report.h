@@ -60,6 +60,22 @@ struct OpReport {
   std::vector<int> devices;  // the GPUs it ran on
   Metrics m;
   std::vector<accel::AccelOp::Part> mappings;  // accelerator: each GEMM's chosen mapping
+  // Fast fidelity: the op whose simulation this one reused, or the CTAs it extrapolated.
+  int reused_from = -1;
+  long long extrapolated_ctas = 0;
+  long long extrapolated_steps = 0;  // one-wave kernels: CTA steps left out (all CTAs alike)
+  double extrapolated_s = 0;
+};
+
+// How the run was simulated (engine::Fidelity) and what the fast fidelity saved.
+struct FidelityInfo {
+  std::string mode = "exact";
+  double tolerance = 0;
+  int reused_ops = 0;             // kernels that reused an earlier op's result
+  long long extrapolated_ctas = 0;  // CTAs counted from steady waves, not simulated
+  int extrapolated_ops = 0;         // ops with CTAs or steps extrapolated
+  long long ctas = 0;             // CTAs of every kernel (first GPU)
+  std::string note;               // the above in words
 };
 
 // The power section of a capped chip: its settings and each simulated GPU's governor windows.
@@ -87,6 +103,7 @@ struct Report {
   double clock_hz = 0, hbm_peak = 0, hbm_sustained = 0, l2_peak = 0, fp32_peak_tflops = 0;
   std::vector<std::pair<std::string, double>> tensor_peak_tflops;  // per dtype, dense
   PowerInfo power;
+  FidelityInfo fidelity;
   Metrics total;
   std::vector<OpReport> ops;
   std::vector<std::pair<std::string, double>> stat_values;

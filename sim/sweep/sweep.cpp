@@ -310,6 +310,7 @@ pid_t spawn(const Options& opt, const Point& p, const fs::path& dir) {
   for (const auto& x : p.sets) args.insert(args.end(), {"--set", x});
   for (const auto& x : p.trace_sets) args.insert(args.end(), {"--trace-set", x});
   for (const auto& x : opt.limits) args.insert(args.end(), {"--limit", x});
+  args.insert(args.end(), opt.run_args.begin(), opt.run_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -56,6 +56,7 @@ struct Options {
   bool progress_bar = false;  // a terminal: one redrawn line; otherwise a line per point
   std::string self_exe;       // the xpusim binary that runs each point
   std::vector<std::string> limits;  // --limit NAME=VALUE, passed to every point
+  std::vector<std::string> run_args;  // further options of `xpusim run` for every point (--fidelity)
   double timeout_s = 0;             // wall time a point may take; 0: no bound
 };
 
