@@ -84,7 +84,7 @@ void CtaDispatcher::submit(KernelRun* k) {
     const bool alone = idle();
     ++submissions_;
     // Another kernel now shares the GPU: waves of the running ones no longer repeat alone.
-    for (auto& [run, w] : watched_) w.extrapolating = false;
+    for (auto& [run, w] : watched_) w.extrapolating = run->count_steps = false;
     // Microbenchmarks time a phase of their own run, and injected faults need the real CTAs.
     if (alone && k->program->timed_step < 0 && !k->lose_a_cta) {
       Watch w;
@@ -120,6 +120,7 @@ void CtaDispatcher::submit(KernelRun* k) {
         }
       }
       if (w.extrapolating) w.waves.push_back(w.start);
+      k->count_steps = w.extrapolating && w.by_steps;
       watched_[k] = std::move(w);
     }
   }
@@ -203,19 +204,17 @@ CtaDispatcher::Steady CtaDispatcher::steady(const std::vector<Snapshot>& waves) 
   return Steady{};
 }
 
-namespace {
-// Sets k's replay to `repeats` of the steady period.
-void schedule_replay(KernelRun* k, double repeats, const OpCounters& counters,
-                            const std::vector<double>& stats, double amount, bool in_cycles) {
+void CtaDispatcher::schedule_replay(KernelRun* k, const Steady& st, uint64_t repeats) {
+  const double n = static_cast<double>(repeats);
   Replay& r = k->pending;
   r.counters = OpCounters{};
-  add_scaled(r.counters, counters, repeats);
-  r.stats.resize(stats.size());
-  for (size_t i = 0; i < stats.size(); ++i) r.stats[i] = stats[i] * repeats;
-  r.amount = repeats * amount;
-  r.in_cycles = in_cycles;
+  add_scaled(r.counters, st.counters, n);
+  r.stats.resize(st.stats.size());
+  for (size_t i = 0; i < st.stats.size(); ++i) r.stats[i] = st.stats[i] * n;
+  r.amount = n * (st.in_cycles ? st.cycles : st.secs);
+  r.in_cycles = st.in_cycles;
+  holder_ = k;
 }
-}  // namespace
 
 void CtaDispatcher::try_extrapolate(KernelRun* k) {
   Watch& w = watched_[k];
@@ -232,16 +231,14 @@ void CtaDispatcher::try_extrapolate(KernelRun* k) {
   k->done_ctas += skip;
   ctas_done_ += skip;
   k->extrapolated_ctas = skip;
-  schedule_replay(k, static_cast<double>(repeats), st.counters, st.stats, st.in_cycles ? st.cycles : st.secs,
-                  st.in_cycles);
-  holder_ = k;
+  schedule_replay(k, st, repeats);
 }
 
 void CtaDispatcher::try_extrapolate_steps(KernelRun* k) {
   Watch& w = watched_[k];
   const Steady st = steady(w.waves);
   if (st.period == 0) return;
-  w.extrapolating = false;
+  w.extrapolating = k->count_steps = false;
   // Every CTA leaves out the same steps, so the kernel stays in step; the CTA with the fewest
   // steps keeps a margin of a few waves beyond where the average CTA stands, for the stragglers.
   const uint64_t per_wave = w.step_wave / k->program->num_ctas();  // steps per CTA per wave
@@ -250,16 +247,12 @@ void CtaDispatcher::try_extrapolate_steps(KernelRun* k) {
   const uint64_t repeats = (w.min_steps - at) / (st.period * per_wave);
   if (repeats == 0) return;
   k->skip_steps = repeats * st.period * per_wave;
-  k->extrapolated_ctas = 0;
-  schedule_replay(k, static_cast<double>(repeats), st.counters, st.stats, st.in_cycles ? st.cycles : st.secs,
-                  st.in_cycles);
-  holder_ = k;
+  schedule_replay(k, st, repeats);
 }
 
 void CtaDispatcher::step_done(KernelRun* k) {
-  const auto it = watched_.find(k);
-  if (it == watched_.end() || !it->second.extrapolating || !it->second.by_steps) return;
-  Watch& w = it->second;
+  // Called only while k->count_steps: the kernel is watched and extrapolates by steps.
+  Watch& w = watched_[k];
   if (++w.steps % w.step_wave != 0) return;
   w.waves.push_back(snapshot(k));
   try_extrapolate_steps(k);

@@ -54,6 +54,8 @@ class CtaDispatcher : public sc_core::sc_module {
   Steady steady(const std::vector<Snapshot>& waves) const;
   void try_extrapolate(KernelRun* k);        // kernels of several waves: skip whole waves of CTAs
   void try_extrapolate_steps(KernelRun* k);  // kernels of one wave: every CTA skips steady steps
+  // Sets k's replay to `repeats` periods of `st` and holds the GPU for it.
+  void schedule_replay(KernelRun* k, const Steady& st, uint64_t repeats);
   void step_done(KernelRun* k);
   uint64_t wave_size(const KernelRun* k) const;
   static constexpr size_t kMaxPeriod = 4;  // waves a steady state may take to repeat

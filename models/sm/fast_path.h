@@ -1,11 +1,12 @@
 #pragma once
 // The fast fidelity's two shortcuts (docs/performance.md), applied by a GPU's CTA dispatcher:
-//  - steady-state extrapolation: once waves of a kernel's CTAs repeat with a stable period and
-//    stable counters, the full waves before the tail are not simulated; their counters and
-//    time are those of the last simulated wave, scaled;
+//  - steady-state extrapolation: once waves of a kernel's CTAs (or, in a kernel of one wave, of
+//    its CTAs' steps) repeat with a stable period and stable counters, the whole waves not yet
+//    placed (the steady steps) are not simulated; their counters and time are the mean of the
+//    last two simulated periods, scaled;
 //  - memoisation: a kernel identical to one already simulated, in the same state that matters
-//    (the kernel that ran before it on the GPU, the clock it starts at, an idle GPU), reuses that
-//    kernel's time and counters.
+//    (the kernel that ran before it on the GPU, an idle GPU), reuses that kernel's time and
+//    counters.
 // Work not simulated is played back as a replay: the GPU stays busy for the recorded time (or
 // SM cycles, where the clock moved and cycles held steady), its counters accrue evenly over it so
 // that a power governor sees the load, and no other kernel is placed meanwhile.
@@ -20,8 +21,8 @@ namespace xpusim {
 struct FastPathParams {
   bool extrapolate = false;
   bool memoise = false;
-  // Largest relative change between the last two waves' period and counters that counts as a
-  // steady state.
+  // Largest relative change between consecutive periods' time and counters (over three periods)
+  // that counts as a steady state.
   double tolerance = 0.01;
   // Whole waves simulated in detail after the skipped ones, besides the wave in flight when the
   // skip is decided (which already runs after the steady ones) and the partial last wave.

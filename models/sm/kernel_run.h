@@ -31,6 +31,7 @@ struct KernelRun {
   double extrapolated_s = 0;       // the time they took (in the replay)
   Replay pending;                  // played back when the simulated CTAs are done
   uint64_t skip_steps = 0;         // steps every CTA leaves out from its next step on (steady steps extrapolated)
+  bool count_steps = false;        // the SMs report each step to the dispatcher (steps being watched)
 };
 
 }  // namespace xpusim

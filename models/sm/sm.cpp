@@ -227,7 +227,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
     used_tensor_cores |= ring[slot].tensor_macs > 0;
     wait_until(compute(ring[slot], k));
     stores_done = std::max(stores_done, issue(ring[slot].stores, true, k));
-    if (on_step) on_step(k);
+    if (k->count_steps) on_step(k);
     if (skip == 0 && k->skip_steps > 0 && s + depth + k->skip_steps < n) {
       skip = k->skip_steps;
       skip_from = s + depth;

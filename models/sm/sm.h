@@ -50,7 +50,7 @@ class Sm : public sc_core::sc_module {
   TensorCore& tensor_core() { return tensor_core_; }
 
   std::function<void(KernelRun*)> on_cta_done;  // set by the dispatcher
-  std::function<void(KernelRun*)> on_step;      // after each step's compute (fast fidelity), if set
+  std::function<void(KernelRun*)> on_step;      // after each step's compute, while k->count_steps (fast fidelity)
 
  private:
   void run_cta(KernelRun* k, uint64_t cta);

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +57,9 @@ CollectiveJob job_of(const trace::Op& op, const std::vector<int>& devices) {
   j.gpus = devices;
   return j;
 }
+
+// Wall seconds between progress reports (SimOptions::progress).
+constexpr double kProgressPeriodS = 0.25;
 
 // Simulated CTA steps a second on one core, for messages: a bf16 8192^3 GEMM on h100-sxm is
 // 264 192 steps in 8.8 s of wall time (docs/reliability.md).
@@ -114,8 +118,9 @@ std::vector<lower::LoweredOp> lower_compute(const config::LoadedConfig& cfg, con
     const double ctas = static_cast<double>(p.num_ctas());
     const double per_cta = static_cast<double>(std::max(p.steps(0), p.num_ctas() ? p.steps(p.num_ctas() - 1) : 0)) + 1;
     const double gpus = cfg.chip.gpu.system.detail == "representative" ? 1.0 : static_cast<double>(op.devices.size());
-    steps += ctas * per_cta * std::max(1.0, gpus);
-    if (work) work->push_back(ctas * per_cta * std::max(1.0, gpus));
+    const double op_steps = ctas * per_cta * std::max(1.0, gpus);
+    steps += op_steps;
+    if (work) work->push_back(op_steps);
     const double limit = limits::current().cta_steps;
     if (steps > limit)
       op_error(op, "brings the run to " + units::format(steps, units::Dim::None) + " simulated CTA steps, more than the " +
@@ -372,7 +377,13 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
       if (it == classes.end()) classes.push_back(c);
       total_work += work[i];
     }
-    on_slice = [&, classes, class_of, total_work] {
+    // Slices are microseconds of simulated time; the tally runs at most every kProgressPeriod of
+    // wall time.
+    auto tallied = std::chrono::steady_clock::now();
+    on_slice = [&, classes, class_of, total_work, tallied]() mutable {
+      const auto now = std::chrono::steady_clock::now();
+      if (std::chrono::duration<double>(now - tallied).count() < kProgressPeriodS) return;
+      tallied = now;
       Progress p;
       p.ops_total = n;
       p.ops_done = driver.ops_done();

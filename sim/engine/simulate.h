@@ -35,8 +35,8 @@ struct Progress {
 struct SimOptions {
   Fidelity fidelity = Fidelity::exact;
   double tolerance = 0.01;  // fast: largest per-wave change that counts as a steady state
-  // Called between slices of the simulation (every few microseconds of simulated time); the
-  // callee decides how often to print.
+  // Called now and then during the simulation (at most every quarter second of wall time); the
+  // callee decides what to print.
   std::function<void(const Progress&)> progress;
 };
 
