@@ -85,6 +85,12 @@ void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tic
   const sc_core::sc_time window(window_s, sc_core::SC_SEC);
   const sc_core::sc_time tick_len(tick ? tick_s : 0, sc_core::SC_SEC);
   sc_core::sc_time watch = sc_core::SC_ZERO_TIME, ticked = sc_core::SC_ZERO_TIME;
+  // Progress slices without a governor: they end at multiples of slice_s, and one with no event
+  // in it is skipped like a governor's (time rests at the last event, so slices counted from
+  // the clock would never pass a gap longer than one slice).
+  const bool slicing = !tick && on_slice && slice_s > 0;
+  const sc_core::sc_time slice_len(slicing ? slice_s : 0, sc_core::SC_SEC);
+  sc_core::sc_time sliced = sc_core::SC_ZERO_TIME;
   bool started = false;
   for (uint64_t seen = progress();;) {
     // One watchdog window, in the governor's slices where there is one. sc_start stops early
@@ -93,9 +99,9 @@ void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tic
     watch += window;
     for (;;) {
       sc_core::sc_time until = tick ? std::min(ticked + tick_len, watch) : watch;
-      if (!tick && on_slice && slice_s > 0)
-        until = std::min(until, sc_core::sc_time_stamp() + sc_core::sc_time(slice_s, sc_core::SC_SEC));
-      start_slice(until, started, static_cast<bool>(tick));
+      if (slicing) until = std::min(until, sliced + slice_len);
+      start_slice(until, started, tick || slicing);
+      if (slicing) sliced = until;
       const bool finished = all_done() || !stall_.empty() || !sc_core::sc_pending_activity();
       if (tick) {
         // Time rests at the last event before `until` when the next one lies beyond it: nothing
