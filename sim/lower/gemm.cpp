@@ -160,6 +160,12 @@ double GemmProgram::estimate_s(const config::GpuConfig& gpu, const Op& op, int64
   return std::max({compute_s, l2_s, dequant_s});
 }
 
+int GemmProgram::stages_that_fit(const config::GpuConfig& gpu, double epilogue_bytes, double stage_bytes) {
+  const int st = std::min<int>(gpu.kernels.gemm_max_stages,
+                               static_cast<int>((gpu.sm.shared_memory_bytes - epilogue_bytes) / stage_bytes));
+  return st < 2 ? 0 : st;
+}
+
 std::vector<std::pair<int64_t, int64_t>> GemmProgram::candidate_tiles(const config::GpuConfig& gpu) {
   std::vector<std::pair<int64_t, int64_t>> tiles;  // (bm, bn)
   for (const std::string& t : gpu.kernels.gemm_tiles) {

@@ -75,9 +75,10 @@ class GemmProgram : public KernelProgram {
   // TMA multicast in a cluster along M: the CTAs sharing the B tile each fetch an equal share of
   // its columns and the network delivers it to all of them.
   void multicast_share(int64_t tm, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const;
-  // The shared part of a tile choice: pipeline stages that fit `smem_bytes` of shared memory
-  // for `stage_bytes` per stage after the epilogue's staging (0: fewer than two).
-  static int stages_that_fit(const config::GpuConfig& gpu, double smem_bytes, double stage_bytes);
+  // The shared part of a tile choice: pipeline stages of `stage_bytes` that fit in an SM's shared
+  // memory beside `epilogue_bytes` of epilogue staging, at most kernels.gemm.max_stages (0: fewer
+  // than two).
+  static int stages_that_fit(const config::GpuConfig& gpu, double epilogue_bytes, double stage_bytes);
   // A library heuristic's estimate of the kernel's time with tbm x tbn tiles: the longest of
   // the tensor work in waves of `cps` CTAs per SM, the L2 operand traffic, and the weight
   // conversions (`dequant_cols` of each tile's columns per K element) on the busiest SM.

@@ -126,8 +126,8 @@ class Tcgen05Gemm : public GemmProgram {
                                  static_cast<double>(bk) * b_cols * b_elem_bytes +
                                  (dequant_ops > 0 ? static_cast<double>(bk) * b_cols * in_bits / 8.0 : 0.0);
       const double epilogue_bytes = 2.0 * static_cast<double>(tbm * std::min(tbn, kEpilogueSubtileCols)) * out_bits / 8.0;
-      const int st = std::min<int>(kl.gemm_max_stages, static_cast<int>((sm.shared_memory_bytes - epilogue_bytes) / stage_bytes));
-      if (st < 2) continue;
+      const int st = stages_that_fit(gpu, epilogue_bytes, stage_bytes);
+      if (st == 0) continue;
       CtaResources r{kThreads, (kBaseRegisters + kEpilogueRegisters) * kThreads, st * stage_bytes + epilogue_bytes};
       if (occupancy(sm, r) < 1) continue;
       // One persistent CTA per SM (tensor memory is the SM's): waves of tiles over the SMs.

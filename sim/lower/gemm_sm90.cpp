@@ -73,10 +73,10 @@ class WgmmaGemm : public GemmProgram {
       const double stage_bytes = static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) * static_cast<double>(tbm) +
                                  static_cast<double>(bk * tbn) * b_elem_bytes;
       const double epilogue_bytes = static_cast<double>(tbm * tbn) * out_bits / 8.0;
-      const int st = std::min<int>(kl.gemm_max_stages, static_cast<int>((sm.shared_memory_bytes - epilogue_bytes) / stage_bytes));
+      const int st = stages_that_fit(gpu, epilogue_bytes, stage_bytes);
       const int consumers = std::max(1, kl.gemm_threads - kProducerThreads);
       const int regs_per_thread = static_cast<int>(tbm * tbn / consumers) + kBaseRegisters;
-      if (st < 2 || regs_per_thread > 255) continue;
+      if (st == 0 || regs_per_thread > 255) continue;
       CtaResources r{kl.gemm_threads, regs_per_thread * kl.gemm_threads, st * stage_bytes + epilogue_bytes};
       const int cps = occupancy(sm, r);
       if (cps < 1) continue;
