@@ -269,6 +269,7 @@ int cmd_sweep(const std::string& cmd, const std::vector<std::string>& args, std:
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   const std::vector<std::string> limit_args = apply_limits(vm);
+  sim_options(cmd, vm);  // checks --fidelity and --tolerance, for --dry-run too
   if (!vm.count("spec")) throw UsageError("xpusim sweep: give the sweep spec, e.g. `xpusim sweep configs/sweeps/hbm-x-sms.yaml`");
   if (vm.count("retry-failed") && !vm.count("resume")) throw UsageError("xpusim sweep: --retry-failed applies with --resume");
   const sweep::Spec spec = sweep::load_spec(vm["spec"].as<std::string>());
@@ -289,7 +290,6 @@ int cmd_sweep(const std::string& cmd, const std::vector<std::string>& args, std:
   opt.jobs = vm.count("jobs") ? vm["jobs"].as<int>() : (sweep::under_mpi() ? 1 : cores);
   if (opt.jobs < 1 || opt.jobs > 4096) throw UsageError("xpusim sweep: --jobs must be from 1 to 4096");
   opt.limits = limit_args;
-  sim_options(cmd, vm);  // checks them
   {
     std::ostringstream tol;
     tol.precision(17);

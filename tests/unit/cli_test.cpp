@@ -46,6 +46,17 @@ TEST_CASE("cli: usage errors exit 2 with a hint", "[cli][errors]") {
   o = cli({"describe", "--model", "hmb"});
   CHECK(o.status == 2);
   CHECK_THAT(o.err, Catch::Contains("did you mean 'hbm'"));
+  // Fidelity flags are checked before anything runs, a sweep's dry run included.
+  const std::string cfg = source_path("configs/h100-sxm.yaml"), tr = source_path("tests/data/gemm-small.yaml");
+  o = cli({"run", "--config", cfg, "--trace", tr, "--fidelity", "fats"});
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--fidelity must be fast or exact, got 'fats'"));
+  o = cli({"run", "--config", cfg, "--trace", tr, "--tolerance", "-1"});
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("--tolerance must be above 0"));
+  o = cli({"sweep", source_path("configs/sweeps/hbm-x-sms.yaml"), "--dry-run", "--fidelity", "x"});
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("xpusim sweep: --fidelity must be fast or exact"));
 }
 
 TEST_CASE("cli: check validates, bad input exits 1 naming the file", "[cli]") {
