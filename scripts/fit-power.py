@@ -93,7 +93,7 @@ def gemm_trace(folder, dtype, size, reps=1):
 
 
 def run(xpusim, trace, out, sets):
-    cmd = [xpusim, "run", "-q", "--config", CONFIG, "--trace", trace, "--out", out]
+    cmd = [xpusim, "run", "-q", "--fidelity", "exact", "--config", CONFIG, "--trace", trace, "--out", out]
     for s in sets:
         cmd += ["--set", s]
     p = subprocess.run(cmd, capture_output=True, text=True)

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <iterator>
 
 namespace xpusim {
 
@@ -14,39 +13,53 @@ double BandwidthResource::reserve(double now, double arrival, double bytes) {
 double BandwidthResource::reserve_for(double now, double arrival, double duration) {
   assert(duration >= 0 && arrival >= now - 1e-15);
   // Drop intervals wholly in the past.
-  size_t past = 0;
-  while (past < busy_.size() && busy_[past].second <= now) ++past;
-  if (past > 0) busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(past));
+  while (n_ > 0 && buf_[head_].second <= now) {
+    ++head_;
+    --n_;
+  }
   busy_s_ += duration;
   if (duration <= 0) return arrival;
+  if (head_ + n_ + 1 > buf_.size()) {  // no room behind: move the calendar to the front
+    std::copy(buf_.begin() + head_, buf_.begin() + head_ + n_, buf_.begin());
+    head_ = 0;
+  }
+  Interval* const b = buf_.data() + head_;
+  Interval* e = b + n_;
 
   // First fit: the earliest idle gap at or after `arrival` that is long enough.
   double start = arrival;
-  auto it = std::upper_bound(busy_.begin(), busy_.end(), start,
-                             [](double t, const std::pair<double, double>& iv) { return t < iv.first; });
-  if (it != busy_.begin() && std::prev(it)->second > start) start = std::prev(it)->second;
-  while (it != busy_.end() && it->first < start + duration) {
+  Interval* it = std::upper_bound(b, e, start, [](double t, const Interval& iv) { return t < iv.first; });
+  if (it != b && (it - 1)->second > start) start = (it - 1)->second;
+  while (it != e && it->first < start + duration) {
     start = std::max(start, it->second);
     ++it;
   }
   const double end = start + duration;
   // Insert [start, end) before `it`, merging with neighbours that touch it.
-  auto pos = busy_.insert(it, {start, end});
-  if (pos != busy_.begin() && std::prev(pos)->second >= start) {
-    std::prev(pos)->second = std::max(std::prev(pos)->second, end);
-    pos = std::prev(busy_.erase(pos));
+  Interval* pos = it;
+  if (pos != b && (pos - 1)->second >= start) {
+    --pos;
+    pos->second = std::max(pos->second, end);
+  } else {
+    std::copy_backward(pos, e, e + 1);
+    *pos = {start, end};
+    ++e;
+    ++n_;
   }
-  auto next = std::next(pos);
-  if (next != busy_.end() && next->first <= pos->second) {
+  Interval* next = pos + 1;
+  if (next != e && next->first <= pos->second) {
     pos->second = std::max(pos->second, next->second);
-    busy_.erase(next);
+    std::copy(next + 1, e, next);
+    --e;
+    --n_;
   }
-  if (busy_.size() > kMaxIntervals) {
+  if (n_ > kMaxIntervals) {
     size_t best = 0;
-    for (size_t i = 1; i + 1 < busy_.size(); ++i)
-      if (busy_[i + 1].first - busy_[i].second < busy_[best + 1].first - busy_[best].second) best = i;
-    busy_[best].second = busy_[best + 1].second;
-    busy_.erase(busy_.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    for (size_t i = 1; i + 1 < n_; ++i)
+      if (b[i + 1].first - b[i].second < b[best + 1].first - b[best].second) best = i;
+    b[best].second = b[best + 1].second;
+    std::copy(b + best + 2, e, b + best + 1);
+    --n_;
   }
   return end;
 }

@@ -5,10 +5,14 @@
 // of busy intervals rather than a single "free at" time; intervals wholly in the past are
 // dropped. Times are seconds of simulated time. The calendar holds at most kMaxIntervals busy
 // intervals: beyond that the smallest idle gap is given up (merged into its neighbours), which
-// bounds the cost of a reservation at the price of a sliver of unused capacity.
+// bounds the cost of a reservation at the price of a sliver of unused capacity. The calendar
+// lives inside the object (no allocation, and no pointer to follow to reach it: the simulator
+// makes millions of reservations on hundreds of pipes, and the host's cache misses on them are
+// most of their cost); intervals in the past are dropped by moving its start.
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
-#include <vector>
 
 namespace xpusim {
 
@@ -26,13 +30,17 @@ class BandwidthResource {
   void set_rate(double bytes_per_s) { rate_ = bytes_per_s; }
   double busy_s() const { return busy_s_; }
   // End of the last reservation (0 if none is pending).
-  double horizon() const { return busy_.empty() ? 0 : busy_.back().second; }
+  double horizon() const { return n_ == 0 ? 0 : buf_[head_ + n_ - 1].second; }
   static constexpr size_t kMaxIntervals = 64;
 
  private:
+  using Interval = std::pair<double, double>;  // [start, end)
   double rate_ = 0;
   double busy_s_ = 0;
-  std::vector<std::pair<double, double>> busy_;  // [start, end), sorted, disjoint, merged when touching
+  // The calendar: buf_[head_, head_ + n_), sorted, disjoint, merged when touching. Room for a
+  // full calendar, the one being inserted, and as many dropped ones before it.
+  uint32_t head_ = 0, n_ = 0;
+  std::array<Interval, 2 * (kMaxIntervals + 2)> buf_;
 };
 
 }  // namespace xpusim

@@ -39,6 +39,10 @@ L2Cache::L2Cache(sc_core::sc_module_name name, const L2Params& p, const AddressM
   socket.register_b_transport(this, &L2Cache::b_transport);
 }
 
+void L2Cache::settle_writebacks(double bytes) {
+  if (bytes > 0) tags_.clean_oldest(static_cast<uint64_t>(bytes / p_.sector_bytes + 0.5));
+}
+
 double L2Cache::send_down(const std::vector<Strided>& ranges, bool write, OpCounters* c, double now, double at) {
   MemRequest down;
   down.blocks = &ranges;

@@ -27,6 +27,12 @@ class L2Cache : public sc_core::sc_module {
   L2Cache(sc_core::sc_module_name name, const L2Params& p, const AddressMap& map, double sm_clock_hz,
           StatRegistry& stats);
 
+  // Bytes of dirty data evicted to DRAM so far (a statistic).
+  const Stat& writeback_stat() const { return writeback_bytes_; }
+  // Work counted but not simulated (fast fidelity) wrote back `bytes` of dirty data: the oldest
+  // dirty lines become clean, with no traffic (it is in the counted work's statistics).
+  void settle_writebacks(double bytes);
+
  private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   double send_down(const std::vector<Strided>& ranges, bool write, OpCounters* c, double now, double at);

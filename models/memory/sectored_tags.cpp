@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
+#include <limits>
 
 namespace xpusim {
 namespace {
@@ -27,8 +29,31 @@ SectoredTags::SectoredTags(const TagGeometry& g)
   const uint64_t lines = static_cast<uint64_t>(g.size_bytes / g.line_bytes);
   sets_ = std::max<uint64_t>(1, lines / static_cast<uint64_t>(ways_) / static_cast<uint64_t>(g.slices));
   const uint64_t n = sets_ * static_cast<uint64_t>(ways_) * static_cast<uint64_t>(g.slices);
+  ways_total_ = n;
   tags_.assign(n, ~0ull);
-  state_.resize(n);
+  age_.assign(n, 0);
+  masks_.assign(n, Masks{});
+}
+
+template <class T>
+void SectoredTags::Aligned<T>::assign(size_t n, const T& v) {
+  constexpr size_t kLine = 64;
+  raw.assign(n * sizeof(T) + kLine, 0);
+  const auto at = reinterpret_cast<uintptr_t>(raw.data());
+  p = reinterpret_cast<T*>(raw.data() + (kLine - at % kLine) % kLine);
+  for (size_t i = 0; i < n; ++i) std::memcpy(static_cast<void*>(p + i), &v, sizeof(T));
+}
+
+void SectoredTags::renumber_ages() {
+  // The order of the ways within each set is all LRU needs: keep it, with small numbers.
+  std::vector<uint32_t> order(static_cast<size_t>(ways_));
+  for (uint64_t first = 0; first < ways_total_; first += static_cast<uint64_t>(ways_)) {
+    uint32_t* a = &age_[first];
+    for (int w = 0; w < ways_; ++w) order[static_cast<size_t>(w)] = static_cast<uint32_t>(w);
+    std::stable_sort(order.begin(), order.end(), [a](uint32_t x, uint32_t y) { return a[x] < a[y]; });
+    for (int r = 0; r < ways_; ++r) a[order[static_cast<size_t>(r)]] = static_cast<uint32_t>(r);
+  }
+  clock_ = static_cast<uint32_t>(ways_);
 }
 
 uint64_t SectoredTags::set_of(uint64_t line) const {
@@ -60,7 +85,8 @@ void SectoredTags::add_sectors(std::vector<Strided>& out, uint64_t line, uint32_
 void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint32_t slice, Result& r) {
   const uint64_t first = (static_cast<uint64_t>(slice) * sets_ + set_of(line)) * static_cast<uint64_t>(ways_);
   uint64_t* tags = &tags_[first];
-  WayState* st = &state_[first];
+  uint32_t* age = &age_[first];
+  if (clock_ == std::numeric_limits<uint32_t>::max()) renumber_ages();
   ++clock_;
   int hit = -1;
   for (int w = 0; w < ways_; ++w)
@@ -69,7 +95,7 @@ void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint3
       break;
     }
   if (hit >= 0) {
-    WayState& way = st[hit];
+    Masks& way = masks_[first + static_cast<uint64_t>(hit)];
     const uint32_t present = way.valid & sectors;
     r.hit_sectors += popcount32(present);
     if (!write) {
@@ -79,13 +105,13 @@ void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint3
     }
     way.valid |= sectors;
     if (write) way.dirty |= sectors;
-    way.lru = clock_;
+    age[hit] = clock_;
     return;
   }
   int victim = 0;
   for (int w = 1; w < ways_; ++w)
-    if (st[w].lru < st[victim].lru) victim = w;
-  WayState& v = st[victim];
+    if (age[w] < age[victim]) victim = w;
+  Masks& v = masks_[first + static_cast<uint64_t>(victim)];
   if (v.dirty) {
     r.dirty_evicted_sectors += popcount32(v.dirty);
     add_sectors(r.writebacks, tags[victim], v.dirty);
@@ -97,7 +123,43 @@ void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint3
   tags[victim] = line;
   v.valid = sectors;
   v.dirty = write ? sectors : 0;
-  v.lru = clock_;
+  age[victim] = clock_;
+}
+
+uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
+  if (sectors == 0) return 0;
+  // Two passes over the tags: a histogram of dirty sectors by age, then the cleaning of every
+  // line older than the bucket where the count is reached, and of that bucket's lines in order.
+  uint32_t lo = std::numeric_limits<uint32_t>::max(), hi = 0;
+  for (uint64_t i = 0; i < ways_total_; ++i)
+    if (masks_[i].dirty) {
+      lo = std::min(lo, age_[i]);
+      hi = std::max(hi, age_[i]);
+    }
+  if (lo > hi) return 0;
+  constexpr int kBuckets = 256;
+  const double width = (static_cast<double>(hi) - lo + 1) / kBuckets;
+  auto bucket = [&](uint32_t a) { return std::min(kBuckets - 1, static_cast<int>((a - lo) / width)); };
+  std::vector<uint64_t> hist(kBuckets, 0);
+  for (uint64_t i = 0; i < ways_total_; ++i)
+    if (masks_[i].dirty) hist[static_cast<size_t>(bucket(age_[i]))] += popcount32(masks_[i].dirty);
+  int cut = 0;
+  uint64_t below = 0;  // dirty sectors in the buckets before `cut`
+  while (cut < kBuckets && below + hist[static_cast<size_t>(cut)] <= sectors) below += hist[static_cast<size_t>(cut++)];
+  uint64_t left = sectors - below;  // to clean in bucket `cut`
+  uint64_t cleaned = 0;
+  for (uint64_t i = 0; i < ways_total_; ++i) {
+    Masks& m = masks_[i];
+    if (!m.dirty) continue;
+    const int b = bucket(age_[i]);
+    if (b < cut || (b == cut && left > 0)) {
+      const uint64_t n = popcount32(m.dirty);
+      if (b == cut) left -= std::min(left, n);
+      cleaned += n;
+      m.dirty = 0;
+    }
+  }
+  return cleaned;
 }
 
 void SectoredTags::prefetch(uint64_t addr, uint64_t bytes, uint32_t slice) const {
@@ -105,9 +167,13 @@ void SectoredTags::prefetch(uint64_t addr, uint64_t bytes, uint32_t slice) const
   const uint64_t end = addr + bytes;
   for (uint64_t line = addr / line_bytes_; line * line_bytes_ < end; ++line) {
     const uint64_t first = (static_cast<uint64_t>(slice) * sets_ + set_of(line)) * static_cast<uint64_t>(ways_);
+    const size_t w = static_cast<size_t>(ways_);
     const char* t = reinterpret_cast<const char*>(&tags_[first]);
-    const size_t tag_bytes = static_cast<size_t>(ways_) * sizeof(uint64_t);
-    for (size_t o = 0; o < tag_bytes; o += 64) __builtin_prefetch(t + o);
+    for (size_t o = 0; o < w * sizeof(uint64_t); o += 64) __builtin_prefetch(t + o);
+    const char* a = reinterpret_cast<const char*>(&age_[first]);
+    for (size_t o = 0; o < w * sizeof(uint32_t); o += 64) __builtin_prefetch(a + o);
+    const char* m = reinterpret_cast<const char*>(&masks_[first]);
+    for (size_t o = 0; o < w * sizeof(Masks); o += 64) __builtin_prefetch(m + o);
   }
 }
 

@@ -41,14 +41,30 @@ class SectoredTags {
   // the host's caches in a multi-megabyte tag array, overlap. Changes nothing simulated.
   void prefetch(uint64_t addr, uint64_t bytes, uint32_t slice) const;
   uint64_t sets_per_slice() const { return sets_; }
+  // Marks up to `sectors` dirty sectors clean, those of the least recently used lines first (to
+  // within a 256th of the range of ages), moving no data; returns how many. For work that was
+  // counted but not simulated (fast fidelity): its evictions' write-backs are already counted,
+  // and the lines they would have cleaned must not be written back again later.
+  uint64_t clean_oldest(uint64_t sectors);
 
  private:
-  // Tags of a set are contiguous (the lookup scans only them); state lives beside.
-  struct WayState {
-    uint64_t lru = 0;
-    uint32_t valid = 0;    // sector bitmask
+  // A set's tags are contiguous (the lookup scans only them), and so are its ways' ages (a miss
+  // scans those for the victim); the sector masks, read for one way, lie apart. The three
+  // arrays are aligned to the host's cache lines, so that a set of 8 or 16 ways spans the
+  // fewest of them (the tag lookups are what a large simulated cache spends its time on).
+  struct Masks {
+    uint32_t valid = 0;  // sector bitmasks
     uint32_t dirty = 0;
   };
+  template <class T>
+  struct Aligned {  // a host-cache-line-aligned array of trivially copyable T
+    std::vector<unsigned char> raw;
+    T* p = nullptr;
+    void assign(size_t n, const T& v);
+    T& operator[](size_t i) { return p[i]; }
+    const T& operator[](size_t i) const { return p[i]; }
+  };
+  void renumber_ages();  // the age clock wrapped: ages become ranks within each set
   void touch_line(uint64_t line, uint32_t sectors, bool write, uint32_t slice, Result& r);
   uint64_t set_of(uint64_t line) const;
   void add_sectors(std::vector<Strided>& out, uint64_t line, uint32_t mask) const;
@@ -59,9 +75,11 @@ class SectoredTags {
   uint64_t sector_bytes_ = 0;
   int sectors_per_line_ = 0;
   bool xor_hash_ = true;
-  uint64_t clock_ = 0;
-  std::vector<uint64_t> tags_;  // line number, ~0 when invalid
-  std::vector<WayState> state_;
+  uint32_t clock_ = 0;
+  uint64_t ways_total_ = 0;
+  Aligned<uint64_t> tags_;  // line number, ~0 when invalid
+  Aligned<uint32_t> age_;   // clock_ at the last touch (LRU)
+  Aligned<Masks> masks_;
 };
 
 }  // namespace xpusim

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <memory>
 
 namespace xpusim {
 namespace {
@@ -53,7 +54,10 @@ void CtaDispatcher::enable_fast_path(const FastPathParams& p, MemoTable* memo, c
                                      std::vector<Stat*> gpu_stats) {
   fast_ = p.extrapolate || p.memoise;
   if (p.extrapolate)
-    for (Sm* sm : sms_) sm->on_step = [this](KernelRun* k) { step_done(k); };
+    for (Sm* sm : sms_) {
+      sm->on_step = [this](KernelRun* k) { step_done(k); };
+      sm->on_skip = [this](KernelRun* k, uint64_t steps) { skip_steps(k, steps); };
+    }
   fp_ = p;
   memo_ = memo;
   clock_ = clock;
@@ -84,7 +88,7 @@ void CtaDispatcher::submit(KernelRun* k) {
     const bool alone = idle();
     ++submissions_;
     // Another kernel now shares the GPU: waves of the running ones no longer repeat alone.
-    for (auto& [run, w] : watched_) w.extrapolating = run->count_steps = false;
+    for (auto& [run, w] : watched_) w.watch_waves = w.watch_steps = run->count_steps = false;
     // Microbenchmarks time a phase of their own run, and injected faults need the real CTAs.
     if (alone && k->program->timed_step < 0 && !k->lose_a_cta) {
       Watch w;
@@ -104,23 +108,26 @@ void CtaDispatcher::submit(KernelRun* k) {
         }
       }
       w.start = snapshot(k);
-      w.extrapolating = fp_.extrapolate;
       const KernelProgram& prog = *k->program;
-      const uint64_t total = prog.num_ctas();
-      if (total <= wave_size(k)) {
-        // One wave: only steps can repeat, where the program says they do.
-        w.by_steps = prog.step_period > 0;
-        w.extrapolating = w.extrapolating && w.by_steps;
-        if (w.extrapolating) {
-          // A wave of steps: every CTA a few steps on, in whole periods of the program.
+      const uint64_t total = prog.num_ctas(), wave = wave_size(k);
+      if (fp_.extrapolate) {
+        // Where the program says its steps repeat, the first wave's steps are watched: every CTA
+        // of the whole waves then leaves out the same steady steps. Waves are watched too, once
+        // that is decided (or failed): whole waves may then be left out as well.
+        w.watch_steps = prog.step_period > 0;
+        w.watch_waves = !w.watch_steps && total > wave;
+        if (w.watch_steps) {
+          w.resident = std::min(total, wave);
+          // A wave of steps: every resident CTA a few steps on, in whole periods of the program.
           const uint64_t per_cta = prog.step_period * ((kMinStepsPerWave + prog.step_period - 1) / prog.step_period);
-          w.step_wave = per_cta * total;
+          w.step_wave = per_cta * w.resident;
+          w.skip_below = total <= wave ? total : total / wave * wave;
           w.min_steps = prog.steps(0);
           for (uint64_t c = 1; c < total; ++c) w.min_steps = std::min(w.min_steps, prog.steps(c));
         }
+        w.waves.push_back(w.start);
       }
-      if (w.extrapolating) w.waves.push_back(w.start);
-      k->count_steps = w.extrapolating && w.by_steps;
+      k->count_steps = w.watch_steps;
       watched_[k] = std::move(w);
     }
   }
@@ -142,6 +149,7 @@ void CtaDispatcher::finish(KernelRun* k) {
   kernel_finished.notify(sc_core::SC_ZERO_TIME);
   if (!fast_) return;
   if (holder_ == k) holder_ = nullptr;
+  if (k->step_rate && on_replayed) on_replayed({}, true);  // what its CTAs' left-out steps wrote back
   const auto it = watched_.find(k);
   if (it != watched_.end()) {
     const Watch& w = it->second;
@@ -171,7 +179,7 @@ uint64_t CtaDispatcher::wave_size(const KernelRun* k) const {
   return sms_.size() * static_cast<uint64_t>(std::max(1, sms_.front()->capacity(k->program->resources)));
 }
 
-CtaDispatcher::Steady CtaDispatcher::steady(const std::vector<Snapshot>& waves) const {
+CtaDispatcher::Steady CtaDispatcher::steady(const std::vector<Snapshot>& waves, size_t sms, uint64_t steps_per_wave) const {
   const size_t n = waves.size();  // [0]: submission; [i]: after i waves
   // A steady state may repeat every wave or every few (a raster that reuses operands in L2 every
   // other wave): compare the last `period` waves with the `period`s before them. The first wave
@@ -183,19 +191,28 @@ CtaDispatcher::Steady CtaDispatcher::steady(const std::vector<Snapshot>& waves) 
     const Snapshot& b = waves[n - 1 - 2 * period];
     const Snapshot& c = waves[n - 1 - period];
     const Snapshot& d = waves[n - 1];
+    // Work booked before a clock change drains at the old clock: a period across one is in
+    // neither seconds nor cycles what its work costs at either clock, by up to a step's work
+    // per CTA. Periods of few steps across a change are not trusted.
+    if (clock_->moved_s() > a.t && period * steps_per_wave < kStepsAcrossChange) continue;
     Steady st;
     st.secs = (d.t - b.t) / 2;
     st.cycles = (d.cycles - b.cycles) / 2;
     const double e_secs = std::max(rel_change(d.t - c.t, c.t - b.t), rel_change(c.t - b.t, b.t - a.t));
     const double e_cycles = std::max(rel_change(d.cycles - c.cycles, c.cycles - b.cycles),
                                      rel_change(c.cycles - b.cycles, b.cycles - a.cycles));
-    // Under a power governor the clock moves: a compute-bound wave then repeats in cycles.
-    st.in_cycles = e_cycles < e_secs;
-    if (std::min(e_secs, e_cycles) > fp_.tolerance) continue;
+    const bool secs_hold = e_secs <= fp_.tolerance, cycles_hold = e_cycles <= fp_.tolerance;
+    if (!secs_hold && !cycles_hold) continue;
     const OpCounters p1 = minus(b.counters, a.counters), p2 = minus(c.counters, b.counters), p3 = minus(d.counters, c.counters);
     if (!counters_steady(p2, p1, fp_.tolerance) || !counters_steady(p3, p2, fp_.tolerance)) continue;
     st.counters = minus(d.counters, b.counters);
     st.counters.scale(0.5);
+    st.busy = st.secs > 0 ? (st.counters.tensor_busy_s + st.counters.simt_busy_s) / static_cast<double>(sms) / st.secs : 0;
+    // Work bound by the SMs' pipes (busy at least half the period) repeats in cycles at whatever
+    // clock a governor sets later, whichever held steadier while it was measured (a clock change
+    // inside the periods upsets both, as work booked at the old clock drains); other work in
+    // whichever held steady (seconds where both did).
+    st.in_cycles = st.busy >= 0.5 || (cycles_hold && !secs_hold);
     st.stats.resize(stats_.size());
     for (size_t i = 0; i < stats_.size(); ++i) st.stats[i] = (d.stats[i] - b.stats[i]) / 2;
     st.period = period;
@@ -204,23 +221,28 @@ CtaDispatcher::Steady CtaDispatcher::steady(const std::vector<Snapshot>& waves) 
   return Steady{};
 }
 
-void CtaDispatcher::schedule_replay(KernelRun* k, const Steady& st, uint64_t repeats) {
-  const double n = static_cast<double>(repeats);
+void CtaDispatcher::schedule_replay(KernelRun* k, const Steady& st, double repeats, double work) {
   Replay& r = k->pending;
-  r.counters = OpCounters{};
-  add_scaled(r.counters, st.counters, n);
+  double amount = repeats * (st.in_cycles ? st.cycles : st.secs);
+  if (r.amount <= 0) {
+    r.in_cycles = st.in_cycles;
+  } else if (r.in_cycles != st.in_cycles) {
+    // Skipped waves and then skipped steps of one kernel that settled in different units (rare:
+    // both are usually bound by the SMs or both not): today's clock converts.
+    amount = st.in_cycles ? amount / clock_->hz() : amount * clock_->hz();
+  }
+  add_scaled(r.counters, st.counters, work);
   r.stats.resize(st.stats.size());
-  for (size_t i = 0; i < st.stats.size(); ++i) r.stats[i] = st.stats[i] * n;
-  r.amount = n * (st.in_cycles ? st.cycles : st.secs);
-  r.in_cycles = st.in_cycles;
+  for (size_t i = 0; i < st.stats.size(); ++i) r.stats[i] += st.stats[i] * work;
+  r.amount += amount;
   holder_ = k;
 }
 
 void CtaDispatcher::try_extrapolate(KernelRun* k) {
   Watch& w = watched_[k];
-  const Steady st = steady(w.waves);
+  const Steady st = steady(w.waves, sms_.size(), k->program->steps(0));
   if (st.period == 0) return;
-  w.extrapolating = false;  // decided: skip now or never
+  w.watch_waves = false;  // decided: skip now or never
   const uint64_t wave = wave_size(k);
   const uint64_t unplaced = (k->program->num_ctas() - k->next_cta) / wave;  // whole waves not yet placed
   if (unplaced <= static_cast<uint64_t>(fp_.tail_waves)) return;
@@ -231,27 +253,121 @@ void CtaDispatcher::try_extrapolate(KernelRun* k) {
   k->done_ctas += skip;
   ctas_done_ += skip;
   k->extrapolated_ctas = skip;
-  schedule_replay(k, st, repeats);
+  schedule_replay(k, st, static_cast<double>(repeats), static_cast<double>(repeats));
+}
+
+void CtaDispatcher::stop_watching_steps(KernelRun* k, Watch& w) {
+  w.watch_steps = k->count_steps = false;
+  // Several waves: their whole waves may still repeat; the first wave never counts, so its
+  // snapshots start over from the submission.
+  if (k->program->num_ctas() > wave_size(k)) {
+    w.watch_waves = true;
+    w.waves.assign(1, w.start);
+  }
 }
 
 void CtaDispatcher::try_extrapolate_steps(KernelRun* k) {
   Watch& w = watched_[k];
-  const Steady st = steady(w.waves);
+  const Steady st = steady(w.waves, std::min<size_t>(sms_.size(), w.resident), w.step_wave / w.resident);
   if (st.period == 0) return;
-  w.extrapolating = k->count_steps = false;
-  // Every CTA leaves out the same steps, so the kernel stays in step; the CTA with the fewest
-  // steps keeps a margin of a few waves beyond where the average CTA stands, for the stragglers.
-  const uint64_t per_wave = w.step_wave / k->program->num_ctas();  // steps per CTA per wave
-  const uint64_t at = (w.waves.size() + 3) * per_wave + static_cast<uint64_t>(std::max(1, k->program->stages));
+  const KernelProgram& prog = *k->program;
+  // The resident CTAs leave out the same steps, so they stay in step; the one with the fewest
+  // steps keeps a margin of a few waves beyond where the average one stands, for the stragglers.
+  const uint64_t per_wave = w.step_wave / w.resident;  // steps per CTA per wave of steps
+  const uint64_t depth = static_cast<uint64_t>(std::max(1, prog.stages));
+  const uint64_t at = (w.waves.size() + 3) * per_wave + depth;
+  stop_watching_steps(k, w);
   if (w.min_steps <= at) return;
-  const uint64_t repeats = (w.min_steps - at) / (st.period * per_wave);
-  if (repeats == 0) return;
-  k->skip_steps = repeats * st.period * per_wave;
-  schedule_replay(k, st, repeats);
+  const uint64_t unit = st.period * per_wave;  // steps per CTA in a steady period
+  const uint64_t first = (w.min_steps - at) / unit * unit;
+  if (first == 0) return;
+  k->skip_steps = first;
+  k->skip_late_from = k->next_cta;
+  // CTAs placed from now on start afresh: where the steps are bound by the SM's own pipes (busy
+  // through the period), they fill their pipeline, leave out all but the last few steps (a
+  // drain's worth, and a wave of steps), and drain; and the partial last wave's CTAs leave steps
+  // out too, as fewer CTAs beside them change nothing. Steps bound by the memory system share
+  // it with the CTAs beside them: the later CTAs run in full (whole waves of them may still be
+  // left out).
+  const bool sm_bound = st.busy >= kSmBound;
+  const uint64_t keep = depth + std::max(depth, per_wave);
+  const uint64_t p = std::max<uint64_t>(1, prog.step_period);
+  k->skip_late = sm_bound && w.min_steps > keep ? (w.min_steps - keep) / p * p : 0;
+  k->skip_below = sm_bound ? prog.num_ctas() : w.skip_below;
+  if (sm_bound) {
+    // Each CTA plays its left-out steps back where it leaves them out, at the steady period's
+    // rate: its time (or cycles) per `unit` steps, and a resident CTA's share of its work.
+    auto rate = std::make_shared<StepRate>();
+    rate->in_cycles = st.in_cycles;
+    rate->per_step = (st.in_cycles ? st.cycles : st.secs) / static_cast<double>(unit);
+    const double share = 1.0 / (static_cast<double>(unit) * static_cast<double>(w.resident));
+    add_scaled(rate->counters, st.counters, share);
+    rate->stats.resize(st.stats.size());
+    for (size_t i = 0; i < st.stats.size(); ++i) rate->stats[i] = st.stats[i] * share;
+    rate->slot_share = 1.0 / static_cast<double>(w.resident);
+    k->step_rate = std::move(rate);
+    return;
+  }
+  w.step_steady = st;
+  w.step_unit = unit;
+  holder_ = k;  // the left-out steps are played back when the CTAs are done
+}
+
+void CtaDispatcher::skip_steps(KernelRun* k, uint64_t steps) {
+  const StepRate& r = *k->step_rate;
+  const double t0 = sc_core::sc_time_stamp().to_seconds();
+  accrue(k, r.counters, r.stats, static_cast<double>(steps), static_cast<double>(steps) * r.per_step, r.in_cycles, false);
+  k->extrapolated_s += (sc_core::sc_time_stamp().to_seconds() - t0) * r.slot_share;
+}
+
+void CtaDispatcher::replay_skipped_steps(KernelRun* k, const Watch& w) {
+  // A period of steps was measured over the resident CTAs at once. The CTAs that leave steps
+  // out come in rounds on the same SM slots: the first round leaves out skip_steps, the later
+  // ones skip_late each, and so would the CTAs of the waves left out whole. The time is the
+  // busiest slot's; the counters are every CTA's.
+  const double unit = static_cast<double>(w.step_unit);
+  const uint64_t rounds = k->skip_late > 0 ? (k->skip_below + w.resident - 1) / w.resident : 1;
+  const double slot_steps = static_cast<double>(k->skip_steps) + static_cast<double>(rounds - 1) * static_cast<double>(k->skip_late);
+  const double all_steps = static_cast<double>(k->skipped_steps) + static_cast<double>(k->extrapolated_ctas) * static_cast<double>(k->skip_late);
+  schedule_replay(k, w.step_steady, slot_steps / unit, all_steps / (unit * static_cast<double>(w.resident)));
+}
+
+void CtaDispatcher::accrue(KernelRun* k, const OpCounters& c, const std::vector<double>& stats, double n, double amount,
+                           bool in_cycles, bool flush) {
+  const double t0 = sc_core::sc_time_stamp().to_seconds(), y0 = clock_->cycles(t0);
+  double applied = 0;
+  std::vector<double> added(stats.size(), 0.0);
+  for (;;) {
+    const double t = sc_core::sc_time_stamp().to_seconds();
+    const double done = amount > 0 ? (in_cycles ? clock_->cycles(t) - y0 : t - t0) / amount : 1;
+    const double f = std::min(1.0, done);
+    // The counters accrue evenly over the time: a governor's windows see the load.
+    const double step = n * (f - applied);
+    add_scaled(k->counters, c, step);
+    for (size_t i = 0; i < stats_.size() && i < stats.size(); ++i) {
+      stats_[i]->value += stats[i] * step;
+      added[i] += stats[i] * step;
+    }
+    applied = f;
+    if (f >= 1) break;
+    const double left = (1 - f) * amount / (in_cycles ? clock_->hz() : 1.0);
+    if (left < 1e-12) {
+      const double rest = n * (1 - applied);
+      add_scaled(k->counters, c, rest);
+      for (size_t i = 0; i < stats_.size() && i < stats.size(); ++i) {
+        stats_[i]->value += stats[i] * rest;
+        added[i] += stats[i] * rest;
+      }
+      break;
+    }
+    ++replay_ticks_;
+    sc_core::wait(sc_core::sc_time(std::min(left, fp_.replay_tick_s), sc_core::SC_SEC));
+  }
+  if (on_replayed) on_replayed(added, flush);
 }
 
 void CtaDispatcher::step_done(KernelRun* k) {
-  // Called only while k->count_steps: the kernel is watched and extrapolates by steps.
+  // Called only while k->count_steps: the kernel is watched and its steps are.
   Watch& w = watched_[k];
   if (++w.steps % w.step_wave != 0) return;
   w.waves.push_back(snapshot(k));
@@ -260,26 +376,9 @@ void CtaDispatcher::step_done(KernelRun* k) {
 
 void CtaDispatcher::play(KernelRun* k) {
   const Replay& r = k->pending;
-  const double t0 = sc_core::sc_time_stamp().to_seconds(), y0 = clock_->cycles(t0);
-  double applied = 0;
-  for (;;) {
-    const double t = sc_core::sc_time_stamp().to_seconds();
-    const double done = r.amount > 0 ? (r.in_cycles ? clock_->cycles(t) - y0 : t - t0) / r.amount : 1;
-    const double f = std::min(1.0, done);
-    // The counters accrue evenly over the replay: a governor's windows see the load.
-    add_scaled(k->counters, r.counters, f - applied);
-    applied = f;
-    if (f >= 1) break;
-    const double left = (1 - f) * r.amount / (r.in_cycles ? clock_->hz() : 1.0);
-    if (left < 1e-12) {
-      add_scaled(k->counters, r.counters, 1 - applied);
-      break;
-    }
-    ++replay_ticks_;
-    sc_core::wait(sc_core::sc_time(std::min(left, fp_.replay_tick_s), sc_core::SC_SEC));
-  }
-  for (size_t i = 0; i < stats_.size() && i < r.stats.size(); ++i) stats_[i]->value += r.stats[i];
-  if (k->extrapolated_ctas > 0 || k->skip_steps > 0) k->extrapolated_s = sc_core::sc_time_stamp().to_seconds() - t0;
+  const double t0 = sc_core::sc_time_stamp().to_seconds();
+  accrue(k, r.counters, r.stats, 1.0, r.amount, r.in_cycles, true);
+  if (k->extrapolated_ctas > 0 || (k->skipped_steps > 0 && !k->step_rate)) k->extrapolated_s += sc_core::sc_time_stamp().to_seconds() - t0;
   finish(k);
 }
 
@@ -301,14 +400,19 @@ void CtaDispatcher::cta_done(KernelRun* k) {
   ++k->done_ctas;
   if (fast_) {
     const auto it = watched_.find(k);
-    if (it != watched_.end() && it->second.extrapolating && !it->second.by_steps) {
-      if (k->done_ctas % wave_size(k) == 0) {
-        it->second.waves.push_back(snapshot(k));
+    if (it != watched_.end()) {
+      Watch& w = it->second;
+      // A CTA of several waves' kernel done before its steps settled: the next wave's CTAs
+      // would not leave out the steps the first one ran.
+      if (w.watch_steps && k->program->num_ctas() > w.resident) stop_watching_steps(k, w);
+      if (w.watch_waves && k->done_ctas % wave_size(k) == 0) {
+        w.waves.push_back(snapshot(k));
         try_extrapolate(k);
       }
     }
   }
   if (k->done_ctas == k->program->num_ctas()) {
+    if (fast_ && k->skip_steps > 0 && !k->step_rate) replay_skipped_steps(k, watched_.at(k));
     if (k->pending.amount > 0) sc_core::sc_spawn([this, k] { play(k); });
     else finish(k);
   }

@@ -4,6 +4,7 @@
 // kernel leaves free. Under the fast fidelity it also extrapolates steady waves and reuses
 // recorded kernels (models/sm/fast_path.h).
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ class CtaDispatcher : public sc_core::sc_module {
   void enable_fast_path(const FastPathParams& p, MemoTable* memo, const ClockDomain* clock,
                         std::vector<Stat*> gpu_stats);
 
+  // Called as work left out is played back, with the deltas of the GPU's statistics it added
+  // (in the order of `gpu_stats`; `flush` at the replay's end): where the memory system settles
+  // what the work left out would have changed.
+  std::function<void(const std::vector<double>&, bool flush)> on_replayed;
+
   void submit(KernelRun* k);             // runnable from now on
   std::vector<KernelRun*> take_finished();
   sc_core::sc_event kernel_finished;     // notified when a kernel's last CTA completes
@@ -48,18 +54,36 @@ class CtaDispatcher : public sc_core::sc_module {
     size_t period = 0;  // in waves (0: not steady)
     double secs = 0, cycles = 0;
     bool in_cycles = false;
+    double busy = 0;      // the SMs' pipes busy, as a fraction of the period
     OpCounters counters;  // over one period
     std::vector<double> stats;
   };
-  Steady steady(const std::vector<Snapshot>& waves) const;
-  void try_extrapolate(KernelRun* k);        // kernels of several waves: skip whole waves of CTAs
-  void try_extrapolate_steps(KernelRun* k);  // kernels of one wave: every CTA skips steady steps
-  // Sets k's replay to `repeats` periods of `st` and holds the GPU for it.
-  void schedule_replay(KernelRun* k, const Steady& st, uint64_t repeats);
+  // `sms`: the SMs in use; `steps_per_wave`: a CTA's steps in one of `waves`' intervals.
+  Steady steady(const std::vector<Snapshot>& waves, size_t sms, uint64_t steps_per_wave) const;
+  struct Watch;
+  void try_extrapolate(KernelRun* k);        // skip whole waves of CTAs
+  void try_extrapolate_steps(KernelRun* k);  // the CTAs of whole waves skip steady steps
+  void stop_watching_steps(KernelRun* k, Watch& w);
+  void replay_skipped_steps(KernelRun* k, const Watch& w);  // when k's CTAs are done
+  // A CTA of k leaves out `steps` steady steps (k->step_rate set): it waits for their time while
+  // their counters accrue.
+  void skip_steps(KernelRun* k, uint64_t steps);
+  // Adds `repeats` periods of `st`'s time and `work` periods of its counters to k's replay, and
+  // holds the GPU for it.
+  void schedule_replay(KernelRun* k, const Steady& st, double repeats, double work);
+  // Adds n x c (and n x stats) to k's counters (and the GPU's statistics) evenly over `amount`
+  // seconds or SM cycles, waking at least every replay tick.
+  void accrue(KernelRun* k, const OpCounters& c, const std::vector<double>& stats, double n, double amount,
+              bool in_cycles, bool flush);
   void step_done(KernelRun* k);
   uint64_t wave_size(const KernelRun* k) const;
-  static constexpr size_t kMaxPeriod = 4;  // waves a steady state may take to repeat
-  static constexpr uint64_t kMinStepsPerWave = 4;  // one wave's steps per CTA, one-wave kernels
+  static constexpr size_t kMaxPeriod = 4;
+  // Steps whose SMs' pipes are busy this fraction of a period are bound by the SM itself.
+  static constexpr double kSmBound = 0.9;
+  // Steps per CTA a period needs to be trusted across a clock change (the change distorts it
+  // by up to one).
+  static constexpr uint64_t kStepsAcrossChange = 32;  // waves a steady state may take to repeat
+  static constexpr uint64_t kMinStepsPerWave = 4;  // steps per CTA in a wave of steps
   void play(KernelRun* k);  // the replay of k's pending work, then k's end
 
   std::vector<Sm*> sms_;
@@ -85,10 +109,14 @@ class CtaDispatcher : public sc_core::sc_module {
     uint64_t submission = 0;
     std::string key;             // memo key, state included (empty: not recorded)
     Snapshot start;
-    std::vector<Snapshot> waves;  // at every wave's worth of finished CTAs (or of steps, by_steps)
-    bool extrapolating = false;
-    bool by_steps = false;        // one wave: the CTAs' steps are the waves
+    std::vector<Snapshot> waves;  // at every wave's worth of finished CTAs (or of steps, watch_steps)
+    bool watch_waves = false;     // whole waves may yet be skipped
+    bool watch_steps = false;     // the resident CTAs' steps are the waves
     uint64_t steps = 0, step_wave = 0, min_steps = 0;
+    uint64_t resident = 0;        // CTAs of the first wave
+    uint64_t skip_below = 0;      // the CTAs of whole waves (all, for a kernel of one wave)
+    Steady step_steady;           // the steady period of steps, once decided
+    uint64_t step_unit = 0;       // its steps per CTA
   };
   std::map<KernelRun*, Watch> watched_;
 };

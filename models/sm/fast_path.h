@@ -1,15 +1,24 @@
 #pragma once
 // The fast fidelity's two shortcuts (docs/performance.md), applied by a GPU's CTA dispatcher:
-//  - steady-state extrapolation: once waves of a kernel's CTAs (or, in a kernel of one wave, of
-//    its CTAs' steps) repeat with a stable period and stable counters, the whole waves not yet
-//    placed (the steady steps) are not simulated; their counters and time are the mean of the
-//    last two simulated periods, scaled;
+//  - steady-state extrapolation: once the first wave's steps (where the program says its steps
+//    repeat) or whole waves of a kernel's CTAs repeat with a stable period and stable counters,
+//    with the clock unchanged through the periods compared, the steady steps or the whole waves
+//    not yet placed are not simulated; their counters and time are the mean of the last two
+//    simulated periods, scaled. The resident CTAs leave out steps from where they stand; CTAs
+//    placed later, where the steps are bound by the SMs' pipes, all but a pipeline's fill and
+//    drain;
 //  - memoisation: a kernel identical to one already simulated, in the same state that matters
 //    (the kernel that ran before it on the GPU, an idle GPU), reuses that kernel's time and
 //    counters.
-// Work not simulated is played back as a replay: the GPU stays busy for the recorded time (or
-// SM cycles, where the clock moved and cycles held steady), its counters accrue evenly over it so
-// that a power governor sees the load, and no other kernel is placed meanwhile.
+// Work not simulated is played back: steps bound by the SMs' pipes by each CTA where it leaves
+// them out (the kernel's power over time stays as it was, and a CTA waiting beside others takes
+// nothing they need); other steps, left-out waves and reused kernels as a replay at the
+// kernel's end, during which no other kernel is placed (CTAs waiting beside each other would
+// leave the memory system idle that the steps share). The time is seconds, or SM cycles for
+// work bound by the SMs' pipes (so that a governor's clock applies), and the counters accrue
+// evenly over it so that a power governor sees the load. The L2's oldest dirty lines that the
+// left-out work would have written back are then clean (its write-backs are in its counted
+// traffic).
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +44,16 @@ struct Replay {
   std::vector<double> stats;  // its deltas of the GPU's statistics
   double amount = 0;          // its duration: seconds, or SM cycles with in_cycles
   bool in_cycles = false;
+};
+
+// One CTA's left-out steady step, played back where the CTA leaves it out: its time at the
+// steady rate and its share of the steady period's counters and statistics.
+struct StepRate {
+  double per_step = 0;  // seconds, or SM cycles with in_cycles
+  bool in_cycles = false;
+  OpCounters counters;
+  std::vector<double> stats;
+  double slot_share = 0;  // a CTA's share of the SMs' slots (for the time reported as extrapolated)
 };
 
 struct MemoEntry {

@@ -66,8 +66,8 @@ class KernelProgram {
   // kernel's end, over `timed_accesses` accesses (-1: not a microbenchmark).
   int64_t timed_step = -1;
   // Steps after which a CTA's work repeats (a grid-stride loop's steps per unit; 0: no such
-  // regularity). Fast fidelity extrapolates steady steps of a kernel whose CTAs are all resident
-  // at once in multiples of it (models/sm/fast_path.h).
+  // regularity). Fast fidelity has the CTAs of whole waves leave out steady steps in multiples
+  // of it (models/sm/fast_path.h).
   uint64_t step_period = 0;
   double timed_accesses = 0;
   double timed_bytes = 0;  // e.g. "tile 128x256x64, 4 stages, 1 CTA/SM"

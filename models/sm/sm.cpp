@@ -217,8 +217,8 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
   wait_until(pro_ready);
   wait_until(compute(pro, k));
 
-  // Fast fidelity may have every CTA leave out `k->skip_steps` steady steps: from the next step
-  // this CTA issues, step v stands for the program's step v + skip.
+  // Fast fidelity may have this CTA leave out steady steps (KernelRun::skip_steps): from the
+  // next step it issues, step v stands for the program's step v + skip.
   uint64_t skip_from = n, skip = 0;
   for (uint64_t s = 0; s < n; ++s) {
     const uint32_t slot = static_cast<uint32_t>(s % depth);
@@ -228,10 +228,13 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
     wait_until(compute(ring[slot], k));
     stores_done = std::max(stores_done, issue(ring[slot].stores, true, k));
     if (k->count_steps) on_step(k);
-    if (skip == 0 && k->skip_steps > 0 && s + depth + k->skip_steps < n) {
-      skip = k->skip_steps;
+    const uint64_t want = cta < k->skip_late_from ? k->skip_steps : k->skip_late;
+    if (skip == 0 && want > 0 && cta < k->skip_below && s + depth + want < n) {
+      skip = want;
       skip_from = s + depth;
       n -= skip;
+      k->skipped_steps += skip;
+      if (k->step_rate && on_skip) on_skip(k, skip);
     }
     if (s + depth < n) {
       ring[slot].clear();

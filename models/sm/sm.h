@@ -51,6 +51,7 @@ class Sm : public sc_core::sc_module {
 
   std::function<void(KernelRun*)> on_cta_done;  // set by the dispatcher
   std::function<void(KernelRun*)> on_step;      // after each step's compute, while k->count_steps (fast fidelity)
+  std::function<void(KernelRun*, uint64_t)> on_skip;  // a CTA leaves out steady steps, with k->step_rate: plays them back
 
  private:
   void run_cta(KernelRun* k, uint64_t cta);

@@ -126,10 +126,12 @@ std::vector<std::string> sets(const po::variables_map& vm) {
 
 void add_fidelity(po::options_description& d) {
   d.add_options()("fidelity", po::value<std::string>()->default_value("fast"),
-                  "fast: steady waves of a kernel's CTAs are extrapolated and kernels identical to one already "
-                  "simulated reuse its result (docs/performance.md); exact: every CTA of every kernel is simulated")
+                  "fast: a kernel's steady steps and steady waves of CTAs are extrapolated and kernels identical "
+                  "to one already simulated reuse its result (docs/performance.md); exact: every step of every "
+                  "CTA is simulated")
       ("tolerance", po::value<double>()->default_value(0.01),
-       "fast: the largest relative change between two waves' time and counters that counts as a steady state");
+       "fast: the largest relative change between two periods' time and counters that counts as a steady "
+       "state");
 }
 
 engine::SimOptions sim_options(const std::string& cmd, const po::variables_map& vm) {

@@ -13,7 +13,8 @@ GpuSystem::GpuSystem(sc_core::sc_module_name name, const config::GpuConfig& cfg,
       registry_(stats),
       first_stat_(stats.all().size()),
       sm_stats_(SmStats::make(stats, std::string(this->name()) + ".sm")),
-      clock_(cfg.power.capped() ? cfg.power.boost_clock_hz : cfg.sm.clock_hz) {
+      clock_(cfg.power.capped() ? cfg.power.boost_clock_hz : cfg.sm.clock_hz),
+      l2_size_(cfg.l2.size_bytes) {
   const double clk = cfg.sm.clock_hz;
   const AddressMap map = address_map(cfg);
   noc_ = std::make_unique<Crossbar>("noc", cfg.noc, cfg.sm.count, clk, map, stats);
@@ -34,6 +35,21 @@ GpuSystem::GpuSystem(sc_core::sc_module_name name, const config::GpuConfig& cfg,
 void GpuSystem::enable_fast_path(const FastPathParams& p, MemoTable* memo) {
   std::vector<Stat*> own;
   for (size_t i = first_stat_; i < end_stat_; ++i) own.push_back(&registry_.at(i));
+  // A replay's evictions were counted, not simulated: the L2's oldest dirty lines it would have
+  // written back are clean afterwards, or the next kernel would write them back again.
+  size_t wb = own.size();
+  for (size_t i = 0; i < own.size(); ++i)
+    if (own[i] == &l2_->writeback_stat()) wb = i;
+  // Settled in batches of a sixteenth of the L2 (each takes a pass over its tags), and at the
+  // end of every kernel that left work out.
+  if (wb < own.size())
+    dispatcher_->on_replayed = [this, wb, pending = 0.0, batch = l2_size_ / 16](const std::vector<double>& d, bool flush) mutable {
+      if (wb < d.size()) pending += d[wb];
+      if (pending > 0 && (flush || pending >= batch)) {
+        l2_->settle_writebacks(pending);
+        pending = 0;
+      }
+    };
   dispatcher_->enable_fast_path(p, memo, &clock_, std::move(own));
 }
 

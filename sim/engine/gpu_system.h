@@ -32,6 +32,7 @@ class GpuSystem : public sc_core::sc_module {
   size_t end_stat_ = 0;
   SmStats sm_stats_;
   ClockDomain clock_;  // the SMs' clock: sm.clock, or the governor's choice (power.mode: capped)
+  double l2_size_;     // bytes: the batch in which work left out settles the L2's dirty lines
   std::vector<std::unique_ptr<Sm>> sms_;
   std::unique_ptr<Crossbar> noc_;
   std::unique_ptr<L2Cache> l2_;

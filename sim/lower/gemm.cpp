@@ -239,6 +239,13 @@ LoweredOp Lowering::gemm(const Op& op) {
                     (tcgen05 ? "tensor memory" : "registers"));
   p->tiles_m = static_cast<int64_t>(div_up(static_cast<uint64_t>(p->M), static_cast<uint64_t>(p->bm)));
   p->tiles_n = static_cast<int64_t>(div_up(static_cast<uint64_t>(p->N), static_cast<uint64_t>(p->bn)));
+  // A CTA's K steps repeat one another (a short last one is never left out), the block scales'
+  // rows every scale_group / bk steps. A persistent CTA of several tiles drains a tile's
+  // accumulators every k_steps, and a convolution's steps walk the filter window: no period.
+  if (!p->conv && p->steps(0) == p->k_steps()) {
+    if (p->scale_group == 0 || p->bk % p->scale_group == 0) p->step_period = 1;
+    else if (p->scale_group % p->bk == 0) p->step_period = static_cast<uint64_t>(p->scale_group / p->bk);
+  }
   const double ei = p->in_bits / 8.0;
   p->a = alloc(static_cast<double>(p->batch) * p->M * p->K * ei);
   const double b_sets = static_cast<double>(op.kind == OpKind::gemm ? p->batch : 1);

@@ -14,12 +14,13 @@ void set_fidelity(Report& rep, const trace::Trace& t, const engine::SimResult& r
     OpReport& o = rep.ops[i];
     o.reused_from = res.run.reused_from;
     o.extrapolated_ctas = static_cast<long long>(res.run.extrapolated_ctas);
-    o.extrapolated_steps = static_cast<long long>(res.run.skip_steps * res.lowered.program->num_ctas());
+    o.extrapolated_steps = static_cast<long long>(res.run.skipped_steps);
     o.extrapolated_s = res.run.extrapolated_s;
     if (o.extrapolated_ctas > 0 || o.extrapolated_steps > 0) ++f.extrapolated_ops;
     f.ctas += o.ctas;
     if (o.reused_from >= 0) ++f.reused_ops;
     f.extrapolated_ctas += o.extrapolated_ctas;
+    f.extrapolated_steps += o.extrapolated_steps;
   }
   if (f.mode == "exact") {
     f.note = "every CTA of every kernel simulated (--fidelity exact)";
@@ -34,7 +35,9 @@ void set_fidelity(Report& rep, const trace::Trace& t, const engine::SimResult& r
     if (f.ctas > 0)
       os << "; " << f.extrapolated_ctas << " of " << f.ctas << " CTAs ("
          << static_cast<int>(100.0 * static_cast<double>(f.extrapolated_ctas) / static_cast<double>(f.ctas) + 0.5)
-         << "%) extrapolated from steady waves; " << f.extrapolated_ops << " ops extrapolated in all (waves or steps)";
+         << "%) extrapolated from steady waves; " << f.extrapolated_steps
+         << " steady CTA steps left out by the CTAs simulated; " << f.extrapolated_ops
+         << " ops extrapolated in all (waves or steps)";
   }
   f.note = os.str();
 }

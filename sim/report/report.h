@@ -63,7 +63,7 @@ struct OpReport {
   // Fast fidelity: the op whose simulation this one reused, or the CTAs it extrapolated.
   int reused_from = -1;
   long long extrapolated_ctas = 0;
-  long long extrapolated_steps = 0;  // one-wave kernels: CTA steps left out (all CTAs alike)
+  long long extrapolated_steps = 0;  // steps the simulated CTAs left out, all together
   double extrapolated_s = 0;
 };
 
@@ -75,6 +75,7 @@ struct FidelityInfo {
   long long extrapolated_ctas = 0;  // CTAs counted from steady waves, not simulated
   int extrapolated_ops = 0;         // ops with CTAs or steps extrapolated
   long long ctas = 0;             // CTAs of every kernel (first GPU)
+  long long extrapolated_steps = 0;  // steps left out by simulated CTAs (in the note only)
   std::string note;               // the above in words
 };
 

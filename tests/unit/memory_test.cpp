@@ -81,6 +81,71 @@ TEST_CASE("bandwidth resource: back-to-back transfers queue, idle gaps are reuse
   CHECK(pipe.busy_s() == Approx(1000e-9));  // 100 + 100 + 100 + 100 + 600 bytes
 }
 
+TEST_CASE("L2 tags: cleaning the oldest dirty lines moves no data and spares the newer ones", "[memory][l2]") {
+  SectoredTags l2(small_l2());
+  SectoredTags::Result r;
+  for (uint64_t line = 0; line < 64; ++line) l2.access(line * 128, 128, true, 0, r);  // 64 dirty lines, oldest first
+  REQUIRE(r.dirty_evicted_sectors == 0);
+  CHECK(l2.clean_oldest(32 * 4) == 32 * 4);  // the first 32 lines
+  SectoredTags::Result out;
+  for (uint64_t addr = 1 << 20; addr < (1 << 20) + 256 * 1024; addr += 128) l2.access(addr, 128, false, 0, out);
+  // Swept out: only the 32 newer lines are written back.
+  CHECK(out.dirty_evicted_sectors == 32 * 4);
+  for (const Strided& w : out.writebacks) CHECK(w.base >= 32 * 128);
+  CHECK(l2.clean_oldest(10) == 0);  // nothing dirty is left
+}
+
+namespace {
+// The calendar's rules on a plain vector, as a reference for the in-object calendar.
+struct ReferenceCalendar {
+  double rate;
+  std::vector<std::pair<double, double>> busy;
+  double reserve(double now, double arrival, double bytes) {
+    const double duration = bytes / rate;
+    while (!busy.empty() && busy.front().second <= now) busy.erase(busy.begin());
+    double start = arrival;
+    size_t i = 0;
+    while (i < busy.size() && busy[i].first <= start) ++i;
+    if (i > 0 && busy[i - 1].second > start) start = busy[i - 1].second;
+    while (i < busy.size() && busy[i].first < start + duration) start = std::max(start, busy[i++].second);
+    busy.insert(busy.begin() + static_cast<long>(i), {start, start + duration});
+    // Merge every touching pair, then give up the smallest gaps beyond the bound.
+    for (size_t j = 0; j + 1 < busy.size();) {
+      if (busy[j + 1].first <= busy[j].second) {
+        busy[j].second = std::max(busy[j].second, busy[j + 1].second);
+        busy.erase(busy.begin() + static_cast<long>(j) + 1);
+      } else {
+        ++j;
+      }
+    }
+    if (busy.size() > BandwidthResource::kMaxIntervals) {
+      size_t best = 0;
+      for (size_t j = 1; j + 1 < busy.size(); ++j)
+        if (busy[j + 1].first - busy[j].second < busy[best + 1].first - busy[best].second) best = j;
+      busy[best].second = busy[best + 1].second;
+      busy.erase(busy.begin() + static_cast<long>(best) + 1);
+    }
+    return start + duration;
+  }
+};
+}  // namespace
+
+TEST_CASE("bandwidth resource: the in-object calendar books as a plain first-fit list does", "[memory][resource]") {
+  // Random arrivals ahead of a clock that moves on: intervals are dropped from the front, the
+  // calendar fills past its bound (gaps given up) and is moved to the front of its storage.
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> ahead(0, 20e-6), size(1, 100);
+  BandwidthResource pipe(1e9);
+  ReferenceCalendar ref{1e9, {}};
+  double now = 0;
+  for (int i = 0; i < 20000; ++i) {
+    if (i % 7 == 0) now += 1e-7;
+    const double arrival = now + ahead(rng), bytes = size(rng);
+    REQUIRE(pipe.reserve(now, arrival, bytes) == ref.reserve(now, arrival, bytes));
+  }
+  CHECK(pipe.horizon() == ref.busy.back().second);
+}
+
 TEST_CASE("tags: misses and dirty evictions come back as merged byte ranges", "[memory][tags]") {
   SectoredTags tags(small_l2());
   SectoredTags::Result r;
