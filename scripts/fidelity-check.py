@@ -124,6 +124,8 @@ def main():
     os.environ["SYSTEMC_DISABLE_COPYRIGHT_MESSAGE"] = "1"
     jobs = [j for j in RUNS if (not args.quick or j[0] in QUICK) and args.only in j[0]]
     sweeps = [] if args.quick or args.no_sweeps else [s for s in SWEEPS if args.only in s or not args.only]
+    if not jobs and not sweeps:
+        sys.exit(f"no job matches --only {args.only!r}; the jobs: " + ", ".join(j[0] for j in RUNS) + ", " + ", ".join(SWEEPS))
     print("| job | exact wall s | fast wall s | speed-up | time error | energy error |")
     print("|---|---|---|---|---|---|")
     miss = False

@@ -128,8 +128,9 @@ void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint3
 
 uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
   if (sectors == 0) return 0;
-  // Two passes over the tags: a histogram of dirty sectors by age, then the cleaning of every
-  // line older than the bucket where the count is reached, and of that bucket's lines in order.
+  // Three passes over the tags: the range of the dirty lines' ages, a histogram of dirty sectors
+  // by age, then the cleaning of every line older than the bucket where the count is reached,
+  // and of that bucket's lines in order.
   uint32_t lo = std::numeric_limits<uint32_t>::max(), hi = 0;
   for (uint64_t i = 0; i < ways_total_; ++i)
     if (masks_[i].dirty) {

@@ -111,9 +111,10 @@ void CtaDispatcher::submit(KernelRun* k) {
       const KernelProgram& prog = *k->program;
       const uint64_t total = prog.num_ctas(), wave = wave_size(k);
       if (fp_.extrapolate) {
-        // Where the program says its steps repeat, the first wave's steps are watched: every CTA
-        // of the whole waves then leaves out the same steady steps. Waves are watched too, once
-        // that is decided (or failed): whole waves may then be left out as well.
+        // Where the program says its steps repeat, the first wave's steps are watched: the
+        // resident CTAs then leave out the same steady steps (and later CTAs too, where they
+        // are bound by the SMs' pipes). Waves are watched too, once that is decided (or
+        // failed): whole waves may then be left out as well.
         w.watch_steps = prog.step_period > 0;
         w.watch_waves = !w.watch_steps && total > wave;
         if (w.watch_steps) {
@@ -121,7 +122,6 @@ void CtaDispatcher::submit(KernelRun* k) {
           // A wave of steps: every resident CTA a few steps on, in whole periods of the program.
           const uint64_t per_cta = prog.step_period * ((kMinStepsPerWave + prog.step_period - 1) / prog.step_period);
           w.step_wave = per_cta * w.resident;
-          w.skip_below = total <= wave ? total : total / wave * wave;
           w.min_steps = prog.steps(0);
           for (uint64_t c = 1; c < total; ++c) w.min_steps = std::min(w.min_steps, prog.steps(c));
         }
@@ -165,7 +165,7 @@ void CtaDispatcher::finish(KernelRun* k) {
       // whatever clock the governor runs; a memory-bound one in seconds.
       const double secs = k->end_s - k->submit_s;
       const double busy = (k->counters.tensor_busy_s + k->counters.simt_busy_s) / static_cast<double>(sms_.size());
-      e.replay.in_cycles = secs > 0 && busy >= 0.5 * secs;
+      e.replay.in_cycles = secs > 0 && busy >= kPipeBound * secs;
       e.replay.amount = e.replay.in_cycles ? end.cycles - w.start.cycles : secs;
       memo_->emplace(w.key, std::move(e));
     }
@@ -212,7 +212,7 @@ CtaDispatcher::Steady CtaDispatcher::steady(const std::vector<Snapshot>& waves, 
     // clock a governor sets later, whichever held steadier while it was measured (a clock change
     // inside the periods upsets both, as work booked at the old clock drains); other work in
     // whichever held steady (seconds where both did).
-    st.in_cycles = st.busy >= 0.5 || (cycles_hold && !secs_hold);
+    st.in_cycles = st.busy >= kPipeBound || (cycles_hold && !secs_hold);
     st.stats.resize(stats_.size());
     for (size_t i = 0; i < stats_.size(); ++i) st.stats[i] = (d.stats[i] - b.stats[i]) / 2;
     st.period = period;
@@ -283,34 +283,32 @@ void CtaDispatcher::try_extrapolate_steps(KernelRun* k) {
   if (first == 0) return;
   k->skip_steps = first;
   k->skip_late_from = k->next_cta;
-  // CTAs placed from now on start afresh: where the steps are bound by the SM's own pipes (busy
-  // through the period), they fill their pipeline, leave out all but the last few steps (a
-  // drain's worth, and a wave of steps), and drain; and the partial last wave's CTAs leave steps
-  // out too, as fewer CTAs beside them change nothing. Steps bound by the memory system share
-  // it with the CTAs beside them: the later CTAs run in full (whole waves of them may still be
-  // left out).
-  const bool sm_bound = st.busy >= kSmBound;
-  const uint64_t keep = depth + std::max(depth, per_wave);
-  const uint64_t p = std::max<uint64_t>(1, prog.step_period);
-  k->skip_late = sm_bound && w.min_steps > keep ? (w.min_steps - keep) / p * p : 0;
-  k->skip_below = sm_bound ? prog.num_ctas() : w.skip_below;
-  if (sm_bound) {
-    // Each CTA plays its left-out steps back where it leaves them out, at the steady period's
-    // rate: its time (or cycles) per `unit` steps, and a resident CTA's share of its work.
-    auto rate = std::make_shared<StepRate>();
-    rate->in_cycles = st.in_cycles;
-    rate->per_step = (st.in_cycles ? st.cycles : st.secs) / static_cast<double>(unit);
-    const double share = 1.0 / (static_cast<double>(unit) * static_cast<double>(w.resident));
-    add_scaled(rate->counters, st.counters, share);
-    rate->stats.resize(st.stats.size());
-    for (size_t i = 0; i < st.stats.size(); ++i) rate->stats[i] = st.stats[i] * share;
-    rate->slot_share = 1.0 / static_cast<double>(w.resident);
-    k->step_rate = std::move(rate);
+  if (st.busy < kSmBound) {
+    // Steps bound by the memory system share it with the CTAs beside them: CTAs placed later run
+    // in full (whole waves of them may still be left out), and the resident ones' left-out
+    // steps are played back when the CTAs are done.
+    w.step_steady = st;
+    w.step_unit = unit;
+    holder_ = k;
     return;
   }
-  w.step_steady = st;
-  w.step_unit = unit;
-  holder_ = k;  // the left-out steps are played back when the CTAs are done
+  // Steps bound by the SM's own pipes: CTAs placed from now on start afresh, fill their
+  // pipeline, leave out all but the last few steps (a drain's worth, and a wave of steps), and
+  // drain; the partial last wave's CTAs leave steps out too, as fewer CTAs beside them change
+  // nothing. Each CTA plays its left-out steps back where it leaves them out, at the steady
+  // period's rate: its time (or cycles) per `unit` steps, and a resident CTA's share of its work.
+  const uint64_t keep = depth + std::max(depth, per_wave);
+  const uint64_t p = std::max<uint64_t>(1, prog.step_period);
+  k->skip_late = w.min_steps > keep ? (w.min_steps - keep) / p * p : 0;
+  auto rate = std::make_shared<StepRate>();
+  rate->in_cycles = st.in_cycles;
+  rate->per_step = (st.in_cycles ? st.cycles : st.secs) / static_cast<double>(unit);
+  const double share = 1.0 / (static_cast<double>(unit) * static_cast<double>(w.resident));
+  add_scaled(rate->counters, st.counters, share);
+  rate->stats.resize(st.stats.size());
+  for (size_t i = 0; i < st.stats.size(); ++i) rate->stats[i] = st.stats[i] * share;
+  rate->slot_share = 1.0 / static_cast<double>(w.resident);
+  k->step_rate = std::move(rate);
 }
 
 void CtaDispatcher::skip_steps(KernelRun* k, uint64_t steps) {
@@ -321,15 +319,11 @@ void CtaDispatcher::skip_steps(KernelRun* k, uint64_t steps) {
 }
 
 void CtaDispatcher::replay_skipped_steps(KernelRun* k, const Watch& w) {
-  // A period of steps was measured over the resident CTAs at once. The CTAs that leave steps
-  // out come in rounds on the same SM slots: the first round leaves out skip_steps, the later
-  // ones skip_late each, and so would the CTAs of the waves left out whole. The time is the
-  // busiest slot's; the counters are every CTA's.
+  // A period of steps was measured over the resident CTAs at once, and only they left steps out
+  // (skip_steps each): the time is one slot's, the counters every CTA's.
   const double unit = static_cast<double>(w.step_unit);
-  const uint64_t rounds = k->skip_late > 0 ? (k->skip_below + w.resident - 1) / w.resident : 1;
-  const double slot_steps = static_cast<double>(k->skip_steps) + static_cast<double>(rounds - 1) * static_cast<double>(k->skip_late);
-  const double all_steps = static_cast<double>(k->skipped_steps) + static_cast<double>(k->extrapolated_ctas) * static_cast<double>(k->skip_late);
-  schedule_replay(k, w.step_steady, slot_steps / unit, all_steps / (unit * static_cast<double>(w.resident)));
+  schedule_replay(k, w.step_steady, static_cast<double>(k->skip_steps) / unit,
+                  static_cast<double>(k->skipped_steps) / (unit * static_cast<double>(w.resident)));
 }
 
 void CtaDispatcher::accrue(KernelRun* k, const OpCounters& c, const std::vector<double>& stats, double n, double amount,
@@ -340,7 +334,9 @@ void CtaDispatcher::accrue(KernelRun* k, const OpCounters& c, const std::vector<
   for (;;) {
     const double t = sc_core::sc_time_stamp().to_seconds();
     const double done = amount > 0 ? (in_cycles ? clock_->cycles(t) - y0 : t - t0) / amount : 1;
-    const double f = std::min(1.0, done);
+    double f = std::min(1.0, done);
+    const double left = (1 - f) * amount / (in_cycles ? clock_->hz() : 1.0);
+    if (left < 1e-12) f = 1;
     // The counters accrue evenly over the time: a governor's windows see the load.
     const double step = n * (f - applied);
     add_scaled(k->counters, c, step);
@@ -350,16 +346,6 @@ void CtaDispatcher::accrue(KernelRun* k, const OpCounters& c, const std::vector<
     }
     applied = f;
     if (f >= 1) break;
-    const double left = (1 - f) * amount / (in_cycles ? clock_->hz() : 1.0);
-    if (left < 1e-12) {
-      const double rest = n * (1 - applied);
-      add_scaled(k->counters, c, rest);
-      for (size_t i = 0; i < stats_.size() && i < stats.size(); ++i) {
-        stats_[i]->value += stats[i] * rest;
-        added[i] += stats[i] * rest;
-      }
-      break;
-    }
     ++replay_ticks_;
     sc_core::wait(sc_core::sc_time(std::min(left, fp_.replay_tick_s), sc_core::SC_SEC));
   }
@@ -378,7 +364,7 @@ void CtaDispatcher::play(KernelRun* k) {
   const Replay& r = k->pending;
   const double t0 = sc_core::sc_time_stamp().to_seconds();
   accrue(k, r.counters, r.stats, 1.0, r.amount, r.in_cycles, true);
-  if (k->extrapolated_ctas > 0 || (k->skipped_steps > 0 && !k->step_rate)) k->extrapolated_s += sc_core::sc_time_stamp().to_seconds() - t0;
+  if (k->reused_from < 0) k->extrapolated_s += sc_core::sc_time_stamp().to_seconds() - t0;  // left-out waves or steps
   finish(k);
 }
 

@@ -62,7 +62,7 @@ class CtaDispatcher : public sc_core::sc_module {
   Steady steady(const std::vector<Snapshot>& waves, size_t sms, uint64_t steps_per_wave) const;
   struct Watch;
   void try_extrapolate(KernelRun* k);        // skip whole waves of CTAs
-  void try_extrapolate_steps(KernelRun* k);  // the CTAs of whole waves skip steady steps
+  void try_extrapolate_steps(KernelRun* k);  // the CTAs skip steady steps
   void stop_watching_steps(KernelRun* k, Watch& w);
   void replay_skipped_steps(KernelRun* k, const Watch& w);  // when k's CTAs are done
   // A CTA of k leaves out `steps` steady steps (k->step_rate set): it waits for their time while
@@ -77,12 +77,14 @@ class CtaDispatcher : public sc_core::sc_module {
               bool in_cycles, bool flush);
   void step_done(KernelRun* k);
   uint64_t wave_size(const KernelRun* k) const;
-  static constexpr size_t kMaxPeriod = 4;
+  static constexpr size_t kMaxPeriod = 4;  // waves a steady state may take to repeat
+  // Work whose SMs' pipes are busy this fraction of its time repeats in SM cycles.
+  static constexpr double kPipeBound = 0.5;
   // Steps whose SMs' pipes are busy this fraction of a period are bound by the SM itself.
   static constexpr double kSmBound = 0.9;
   // Steps per CTA a period needs to be trusted across a clock change (the change distorts it
   // by up to one).
-  static constexpr uint64_t kStepsAcrossChange = 32;  // waves a steady state may take to repeat
+  static constexpr uint64_t kStepsAcrossChange = 32;
   static constexpr uint64_t kMinStepsPerWave = 4;  // steps per CTA in a wave of steps
   void play(KernelRun* k);  // the replay of k's pending work, then k's end
 
@@ -114,7 +116,6 @@ class CtaDispatcher : public sc_core::sc_module {
     bool watch_steps = false;     // the resident CTAs' steps are the waves
     uint64_t steps = 0, step_wave = 0, min_steps = 0;
     uint64_t resident = 0;        // CTAs of the first wave
-    uint64_t skip_below = 0;      // the CTAs of whole waves (all, for a kernel of one wave)
     Steady step_steady;           // the steady period of steps, once decided
     uint64_t step_unit = 0;       // its steps per CTA
   };

@@ -30,12 +30,11 @@ struct KernelRun {
   uint64_t extrapolated_ctas = 0;  // CTAs not simulated, counted from the steady waves
   double extrapolated_s = 0;       // the time they took (in the replay)
   Replay pending;                  // played back when the simulated CTAs are done
-  // Steady steps extrapolated: a CTA below skip_below leaves out skip_steps steps from its next
-  // step on, or skip_late if it is skip_late_from or later (placed after that was decided).
+  // Steady steps extrapolated: a CTA leaves out skip_steps steps from its next step on, or
+  // skip_late if it is skip_late_from or later (placed after that was decided).
   uint64_t skip_steps = 0;
   uint64_t skip_late = 0;
   uint64_t skip_late_from = 0;
-  uint64_t skip_below = 0;
   uint64_t skipped_steps = 0;      // steps left out by the simulated CTAs, all together
   std::shared_ptr<const StepRate> step_rate;  // set: each CTA plays its left-out steps back in place
   bool count_steps = false;        // the SMs report each step to the dispatcher (steps being watched)

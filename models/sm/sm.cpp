@@ -229,7 +229,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
     stores_done = std::max(stores_done, issue(ring[slot].stores, true, k));
     if (k->count_steps) on_step(k);
     const uint64_t want = cta < k->skip_late_from ? k->skip_steps : k->skip_late;
-    if (skip == 0 && want > 0 && cta < k->skip_below && s + depth + want < n) {
+    if (skip == 0 && want > 0 && s + depth + want < n) {
       skip = want;
       skip_from = s + depth;
       n -= skip;
