@@ -8,6 +8,9 @@ prints the table. Asserts nothing: the machine is shared and noisy, one run per 
 
   scripts/bench-scaling.py --out docs/performance     (about an hour on 2 cores; the base's large points take most)
   scripts/bench-scaling.py --quick                    small points only
+
+Each finished point is written to scaling.csv at once; --resume keeps the points already there
+(an interrupted run loses no finished point).
 """
 import argparse
 import csv
@@ -113,29 +116,43 @@ def main():
                     help="the simulator before the speed work (scripts/bench.sh builds it)")
     ap.add_argument("--out", default="bench-scaling")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--resume", action="store_true", help="keep the points already in --out/scaling.csv")
     args = ap.parse_args()
     for b in (args.xpusim, args.base):
         if not os.access(b, os.X_OK):
             sys.exit(f"no simulator at {b} (scripts/build.sh; scripts/bench.sh builds the base)")
     os.environ["SYSTEMC_DISABLE_COPYRIGHT_MESSAGE"] = "1"
     os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "scaling.csv")
+    fields = ["axis", "x", "before", "exact", "fast"]
+    done = {}
+    if args.resume and os.path.exists(path):
+        with open(path, newline="") as f:
+            done = {(r["axis"], r["x"]): r for r in csv.DictReader(f)}
     rows = []
+
+    def save():
+        with open(path + ".tmp", "w", newline="") as f:
+            wr = csv.DictWriter(f, fieldnames=fields)
+            wr.writeheader()
+            wr.writerows(rows)
+        os.replace(path + ".tmp", path)
+
     with tempfile.TemporaryDirectory() as tmp:
         for axis, x, cfg, spec, sets, variants in points(args.quick):
-            trace = make_trace(tmp, spec)
-            row = {"axis": axis, "x": x}
-            for v in variants:
-                binary = args.base if v == "before" else args.xpusim
-                extra = [] if v == "before" else ["--fidelity", v]
-                row[v] = f"{timed(binary, cfg, trace, sets, extra, os.path.join(tmp, 'out')):.2f}"
+            row = done.get((axis, str(x)))
+            if row is None:
+                trace = make_trace(tmp, spec)
+                row = {"axis": axis, "x": x}
+                for v in variants:
+                    binary = args.base if v == "before" else args.xpusim
+                    extra = [] if v == "before" else ["--fidelity", v]
+                    row[v] = f"{timed(binary, cfg, trace, sets, extra, os.path.join(tmp, 'out')):.2f}"
             rows.append(row)
-            print(f"{axis.split(' (')[0]:<32} {x:>6} " + "  ".join(f"{v} {row.get(v, '-'):>8}" for v in ("before", "exact", "fast")), flush=True)
-    with open(os.path.join(args.out, "scaling.csv"), "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=["axis", "x", "before", "exact", "fast"])
-        wr.writeheader()
-        wr.writerows(rows)
+            save()
+            print(f"{axis.split(' (')[0]:<32} {x:>6} " + "  ".join(f"{v} {row.get(v) or '-':>8}" for v in ("before", "exact", "fast")), flush=True)
     svg(rows, os.path.join(args.out, "scaling.svg"))
-    print(f"\nwrote {args.out}/scaling.csv and scaling.svg")
+    print(f"\nwrote {path} and {args.out}/scaling.svg")
 
 
 if __name__ == "__main__":

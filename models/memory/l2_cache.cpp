@@ -43,6 +43,24 @@ void L2Cache::settle_writebacks(double bytes) {
   if (bytes > 0) tags_.clean_oldest(static_cast<uint64_t>(bytes / p_.sector_bytes + 0.5));
 }
 
+double L2Cache::place(const std::vector<Strided>& ranges, bool write) {
+  SectoredTags::Result& r = scratch_;
+  r.clear();
+  for (const Strided& blk : ranges)
+    for (uint64_t row = 0; row < blk.rows; ++row)
+      map_.for_each_granule(blk.base + row * blk.stride, blk.row_bytes, [&](uint64_t addr, uint64_t bytes) {
+        tags_.access(addr, bytes, write, map_.locate(addr).slice, r);
+        r.misses.clear();
+        r.writebacks.clear();
+      });
+  return static_cast<double>(r.dirty_evicted_sectors) * p_.sector_bytes;
+}
+
+double L2Cache::place_dirty(double bytes) {
+  if (bytes <= 0) return 0;
+  return static_cast<double>(tags_.dirty_youngest(static_cast<uint64_t>(bytes / p_.sector_bytes + 0.5))) * p_.sector_bytes;
+}
+
 double L2Cache::send_down(const std::vector<Strided>& ranges, bool write, OpCounters* c, double now, double at) {
   MemRequest down;
   down.blocks = &ranges;

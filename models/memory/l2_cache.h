@@ -32,6 +32,15 @@ class L2Cache : public sc_core::sc_module {
   // Work counted but not simulated (fast fidelity) wrote back `bytes` of dirty data: the oldest
   // dirty lines become clean, with no traffic (it is in the counted work's statistics).
   void settle_writebacks(double bytes);
+  // Work counted but not simulated left `ranges` written (write) or read: their sectors are
+  // placed in the tags as the accesses would have left them, with no traffic, time or
+  // statistics. Returns the dirty bytes the placement evicted (already in the counted work's
+  // write-backs, so the caller settles that much less).
+  double place(const std::vector<Strided>& ranges, bool write);
+  // The same for `bytes` written where the addresses matter to no later access: the most
+  // recently used lines hold that much dirty data (SectoredTags::dirty_youngest). Returns the
+  // dirty bytes it stands in for, as place() does.
+  double place_dirty(double bytes);
 
  private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);

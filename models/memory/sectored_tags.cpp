@@ -163,6 +163,40 @@ uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
   return cleaned;
 }
 
+uint64_t SectoredTags::dirty_youngest(uint64_t sectors) {
+  if (sectors == 0) return 0;
+  // As clean_oldest, from the other end and over the valid lines.
+  uint32_t lo = std::numeric_limits<uint32_t>::max(), hi = 0;
+  for (uint64_t i = 0; i < ways_total_; ++i)
+    if (masks_[i].valid) {
+      lo = std::min(lo, age_[i]);
+      hi = std::max(hi, age_[i]);
+    }
+  if (lo > hi) return 0;
+  constexpr int kBuckets = 256;
+  const double width = (static_cast<double>(hi) - lo + 1) / kBuckets;
+  auto bucket = [&](uint32_t a) { return std::min(kBuckets - 1, static_cast<int>((a - lo) / width)); };
+  std::vector<uint64_t> hist(kBuckets, 0);
+  for (uint64_t i = 0; i < ways_total_; ++i)
+    if (masks_[i].valid) hist[static_cast<size_t>(bucket(age_[i]))] += popcount32(masks_[i].valid);
+  int cut = kBuckets - 1;
+  uint64_t above = 0;  // valid sectors in the buckets after `cut`
+  while (cut >= 0 && above + hist[static_cast<size_t>(cut)] <= sectors) above += hist[static_cast<size_t>(cut--)];
+  uint64_t left = sectors - above;  // to mark in bucket `cut`
+  uint64_t were_dirty = 0;
+  for (uint64_t i = 0; i < ways_total_; ++i) {
+    Masks& m = masks_[i];
+    if (!m.valid) continue;
+    const int b = bucket(age_[i]);
+    if (b > cut || (b == cut && left > 0)) {
+      if (b == cut) left -= std::min<uint64_t>(left, popcount32(m.valid));
+      were_dirty += popcount32(m.dirty);
+      m.dirty = m.valid;
+    }
+  }
+  return were_dirty;
+}
+
 void SectoredTags::prefetch(uint64_t addr, uint64_t bytes, uint32_t slice) const {
   if (bytes == 0) return;
   const uint64_t end = addr + bytes;

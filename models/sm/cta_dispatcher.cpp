@@ -96,13 +96,15 @@ void CtaDispatcher::submit(KernelRun* k) {
       if (fp_.memoise && !k->memo_key.empty()) {
         w.key = k->memo_key + "\nafter: " + last_key_;
         const auto hit = memo_->find(w.key);
-        if (hit != memo_->end()) {
+        if (hit != memo_->end() && hit->second.warm) {
           const uint64_t total = k->program->num_ctas();
           k->reused_from = hit->second.source_op;
           k->pending = hit->second.replay;
+          k->profile = hit->second.profile;
           k->next_cta = k->done_ctas = total;
           ctas_done_ += total;
           holder_ = k;
+          if (on_reuse) on_reuse(*k->program);
           sc_core::sc_spawn([this, k] { play(k); });
           return;
         }
@@ -110,6 +112,7 @@ void CtaDispatcher::submit(KernelRun* k) {
       w.start = snapshot(k);
       const KernelProgram& prog = *k->program;
       const uint64_t total = prog.num_ctas(), wave = wave_size(k);
+      if (!w.key.empty()) w.profile_every = std::max<uint64_t>(1, total / kProfileSegments);
       if (fp_.extrapolate) {
         // Where the program says its steps repeat, the first wave's steps are watched: the
         // resident CTAs then leave out the same steady steps (and later CTAs too, where they
@@ -157,6 +160,7 @@ void CtaDispatcher::finish(KernelRun* k) {
     if (!w.key.empty() && w.submission == submissions_) {
       MemoEntry e;
       e.source_op = k->index;
+      e.warm = memo_->count(w.key) > 0;  // the second instance is the one reused
       e.replay.counters = k->counters;
       const Snapshot end = snapshot(k);
       e.replay.stats.resize(stats_.size());
@@ -167,7 +171,19 @@ void CtaDispatcher::finish(KernelRun* k) {
       const double busy = (k->counters.tensor_busy_s + k->counters.simt_busy_s) / static_cast<double>(sms_.size());
       e.replay.in_cycles = secs > 0 && busy >= kPipeBound * secs;
       e.replay.amount = e.replay.in_cycles ? end.cycles - w.start.cycles : secs;
-      memo_->emplace(w.key, std::move(e));
+      const Snapshot* from = &w.start;
+      for (size_t i = 0; i <= w.profile.size(); ++i) {
+        const Snapshot& to = i < w.profile.size() ? w.profile[i] : end;
+        Replay seg;
+        seg.in_cycles = e.replay.in_cycles;
+        seg.amount = seg.in_cycles ? to.cycles - from->cycles : to.t - from->t;
+        seg.counters = minus(to.counters, from->counters);
+        seg.stats.resize(stats_.size());
+        for (size_t j = 0; j < stats_.size(); ++j) seg.stats[j] = to.stats[j] - from->stats[j];
+        e.profile.push_back(std::move(seg));
+        from = &to;
+      }
+      (*memo_)[w.key] = std::move(e);
     }
     watched_.erase(it);
   }
@@ -328,15 +344,21 @@ void CtaDispatcher::replay_skipped_steps(KernelRun* k, const Watch& w) {
 
 void CtaDispatcher::accrue(KernelRun* k, const OpCounters& c, const std::vector<double>& stats, double n, double amount,
                            bool in_cycles, bool flush) {
+  // In slices that end on the replay ticks' boundaries (multiples of the tick, as the governor's
+  // windows are), each slice's counters booked as it starts: a window then sees the work done in
+  // it, not the work of the window before. (The governor closes a window before a process
+  // waking on its boundary runs; work booked at the end of its slice would count in the next.)
+  const double tick = fp_.replay_tick_s;
   const double t0 = sc_core::sc_time_stamp().to_seconds(), y0 = clock_->cycles(t0);
   double applied = 0;
   std::vector<double> added(stats.size(), 0.0);
   for (;;) {
     const double t = sc_core::sc_time_stamp().to_seconds();
-    const double done = amount > 0 ? (in_cycles ? clock_->cycles(t) - y0 : t - t0) / amount : 1;
-    double f = std::min(1.0, done);
-    const double left = (1 - f) * amount / (in_cycles ? clock_->hz() : 1.0);
-    if (left < 1e-12) f = 1;
+    const double done = amount > 0 ? std::min(1.0, (in_cycles ? clock_->cycles(t) - y0 : t - t0) / amount) : 1;
+    const double left = (1 - done) * amount / (in_cycles ? clock_->hz() : 1.0);  // seconds at today's clock
+    const double boundary = (std::floor(t / tick + 1e-9) + 1) * tick;
+    const double slice = std::min(left, boundary - t);
+    const double f = left < 1e-12 || slice >= left ? 1.0 : done + (1 - done) * slice / left;
     // The counters accrue evenly over the time: a governor's windows see the load.
     const double step = n * (f - applied);
     add_scaled(k->counters, c, step);
@@ -345,9 +367,11 @@ void CtaDispatcher::accrue(KernelRun* k, const OpCounters& c, const std::vector<
       added[i] += stats[i] * step;
     }
     applied = f;
+    if (slice > 1e-12) {
+      ++replay_ticks_;
+      sc_core::wait(sc_core::sc_time(slice, sc_core::SC_SEC));
+    }
     if (f >= 1) break;
-    ++replay_ticks_;
-    sc_core::wait(sc_core::sc_time(std::min(left, fp_.replay_tick_s), sc_core::SC_SEC));
   }
   if (on_replayed) on_replayed(added, flush);
 }
@@ -361,9 +385,16 @@ void CtaDispatcher::step_done(KernelRun* k) {
 }
 
 void CtaDispatcher::play(KernelRun* k) {
-  const Replay& r = k->pending;
   const double t0 = sc_core::sc_time_stamp().to_seconds();
-  accrue(k, r.counters, r.stats, 1.0, r.amount, r.in_cycles, true);
+  if (!k->profile.empty()) {
+    for (size_t i = 0; i < k->profile.size(); ++i) {
+      const Replay& r = k->profile[i];
+      accrue(k, r.counters, r.stats, 1.0, r.amount, r.in_cycles, i + 1 == k->profile.size());
+    }
+  } else {
+    const Replay& r = k->pending;
+    accrue(k, r.counters, r.stats, 1.0, r.amount, r.in_cycles, true);
+  }
   if (k->reused_from < 0) k->extrapolated_s += sc_core::sc_time_stamp().to_seconds() - t0;  // left-out waves or steps
   finish(k);
 }
@@ -391,6 +422,8 @@ void CtaDispatcher::cta_done(KernelRun* k) {
       // A CTA of several waves' kernel done before its steps settled: the next wave's CTAs
       // would not leave out the steps the first one ran.
       if (w.watch_steps && k->program->num_ctas() > w.resident) stop_watching_steps(k, w);
+      if (w.profile_every > 0 && k->done_ctas % w.profile_every == 0 && k->done_ctas < k->program->num_ctas())
+        w.profile.push_back(snapshot(k));
       if (w.watch_waves && k->done_ctas % wave_size(k) == 0) {
         w.waves.push_back(snapshot(k));
         try_extrapolate(k);

@@ -32,6 +32,9 @@ class CtaDispatcher : public sc_core::sc_module {
   // (in the order of `gpu_stats`; `flush` at the replay's end): where the memory system settles
   // what the work left out would have changed.
   std::function<void(const std::vector<double>&, bool flush)> on_replayed;
+  // Called when a kernel reuses a recorded one instead of running, before its replay: where the
+  // memory system takes the state the kernel would have left (its output in the L2).
+  std::function<void(const KernelProgram&)> on_reuse;
 
   void submit(KernelRun* k);             // runnable from now on
   std::vector<KernelRun*> take_finished();
@@ -72,7 +75,7 @@ class CtaDispatcher : public sc_core::sc_module {
   // holds the GPU for it.
   void schedule_replay(KernelRun* k, const Steady& st, double repeats, double work);
   // Adds n x c (and n x stats) to k's counters (and the GPU's statistics) evenly over `amount`
-  // seconds or SM cycles, waking at least every replay tick.
+  // seconds or SM cycles, waking on every boundary of the replay tick.
   void accrue(KernelRun* k, const OpCounters& c, const std::vector<double>& stats, double n, double amount,
               bool in_cycles, bool flush);
   void step_done(KernelRun* k);
@@ -86,6 +89,7 @@ class CtaDispatcher : public sc_core::sc_module {
   // by up to one).
   static constexpr uint64_t kStepsAcrossChange = 32;
   static constexpr uint64_t kMinStepsPerWave = 4;  // steps per CTA in a wave of steps
+  static constexpr uint64_t kProfileSegments = 16;  // a recorded kernel's profile, at most
   void play(KernelRun* k);  // the replay of k's pending work, then k's end
 
   std::vector<Sm*> sms_;
@@ -118,6 +122,10 @@ class CtaDispatcher : public sc_core::sc_module {
     uint64_t resident = 0;        // CTAs of the first wave
     Steady step_steady;           // the steady period of steps, once decided
     uint64_t step_unit = 0;       // its steps per CTA
+    // Recorded kernels: snapshots every profile_every finished CTAs, so that a reuse plays the
+    // kernel's counters back as they came (a governor sees its power over time as it was).
+    std::vector<Snapshot> profile;
+    uint64_t profile_every = 0;
   };
   std::map<KernelRun*, Watch> watched_;
 };

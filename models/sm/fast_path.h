@@ -9,7 +9,9 @@
 //    drain;
 //  - memoisation: a kernel identical to one already simulated, in the same state that matters
 //    (the kernel that ran before it on the GPU, an idle GPU), reuses that kernel's time and
-//    counters.
+//    counters (those of its second simulated instance: the first meets a colder memory
+//    system); its output is placed in the L2, dirty, as running it would have left it
+//    (KernelProgram::written).
 // Work not simulated is played back: steps bound by the SMs' pipes by each CTA where it leaves
 // them out (the kernel's power over time stays as it was, and a CTA waiting beside others takes
 // nothing they need); other steps, left-out waves and reused kernels as a replay at the
@@ -57,8 +59,14 @@ struct StepRate {
 };
 
 struct MemoEntry {
-  Replay replay;
+  Replay replay;                // the whole kernel
+  std::vector<Replay> profile;  // the same in segments over its time, played in order
   int source_op = -1;  // the op whose simulation is reused
+  // Simulated once so far: the first instance of a repeated kernel meets a memory system not yet
+  // in its steady state (an L2 that the layers before it have not filled with their dirty
+  // data, so it writes back less), so the second instance is simulated too, and that one is
+  // reused.
+  bool warm = false;
 };
 
 // Shared by the dispatchers of every simulated GPU of a run.

@@ -58,6 +58,11 @@ class KernelProgram {
   virtual void prologue(uint64_t /*cta*/, StepWork& /*w*/) const {}
   virtual void step(uint64_t cta, uint64_t s, StepWork& w) const = 0;
   virtual void epilogue(uint64_t cta, StepWork& w) const = 0;
+  // What the kernel leaves written: the last `max_bytes` of its stores or more, in about the
+  // order it stores them. Fast fidelity places it in the L2 when it reuses a recorded kernel
+  // instead of running it (models/sm/fast_path.h), so that the next kernel finds the L2 as it
+  // would. By default the CTAs' epilogue stores; a program that stores in its steps says so.
+  virtual void written(double max_bytes, std::vector<Strided>& out) const;
 
   CtaResources resources;
   int stages = 2;

@@ -187,6 +187,22 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   return end;
 }
 
+void KernelProgram::written(double max_bytes, std::vector<Strided>& out) const {
+  // The last CTAs' epilogues first, until enough is collected; then in the CTAs' order.
+  std::vector<Strided> last;
+  StepWork w;
+  double bytes = 0;
+  for (uint64_t c = num_ctas(); c-- > 0 && bytes < max_bytes;) {
+    w.clear();
+    epilogue(c, w);
+    for (auto it = w.stores.rbegin(); it != w.stores.rend(); ++it) {
+      last.push_back(*it);
+      bytes += static_cast<double>(it->bytes());
+    }
+  }
+  out.insert(out.end(), last.rbegin(), last.rend());
+}
+
 int occupancy(const SmParams& p, const CtaResources& r) {
   int n = p.max_ctas;
   if (r.threads > 0) n = std::min(n, p.max_warps * 32 / r.threads);

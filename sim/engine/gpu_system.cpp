@@ -1,5 +1,6 @@
 #include "sim/engine/gpu_system.h"
 
+#include <algorithm>
 
 namespace xpusim::engine {
 
@@ -43,13 +44,26 @@ void GpuSystem::enable_fast_path(const FastPathParams& p, MemoTable* memo) {
   // Settled in batches of a sixteenth of the L2 (each takes a pass over its tags), and at the
   // end of every kernel that left work out.
   if (wb < own.size())
-    dispatcher_->on_replayed = [this, wb, pending = 0.0, batch = l2_size_ / 16](const std::vector<double>& d, bool flush) mutable {
-      if (wb < d.size()) pending += d[wb];
-      if (pending > 0 && (flush || pending >= batch)) {
-        l2_->settle_writebacks(pending);
-        pending = 0;
+    dispatcher_->on_replayed = [this, wb, batch = l2_size_ / 16](const std::vector<double>& d, bool flush) {
+      if (wb < d.size()) settle_ += d[wb];
+      if (settle_ > 0 && (flush || settle_ >= batch)) {
+        l2_->settle_writebacks(settle_);
+        settle_ = 0;
       }
+      if (flush) settle_ = std::max(0.0, settle_);  // a placement's evictions beyond the replay's own
     };
+  // A reused kernel's output is placed in the L2, dirty, as running it would have left it (the
+  // next kernel writes it back when it evicts it). What the placement evicts dirty is part of
+  // the reused kernel's counted write-backs: that much less to settle. A large output (more
+  // than a 64th of the L2) is placed as dirty data on the youngest lines instead, line by line
+  // lookups costing too much: no op reads another's output by address (each op's tensors are
+  // allocated anew), so only its amount matters.
+  dispatcher_->on_reuse = [this](const KernelProgram& prog) {
+    std::vector<Strided> out;
+    prog.written(l2_size_, out);
+    const double bytes = static_cast<double>(total_bytes(out));
+    settle_ -= bytes <= l2_size_ / 64 ? l2_->place(out, true) : l2_->place_dirty(std::min(bytes, l2_size_));
+  };
   dispatcher_->enable_fast_path(p, memo, &clock_, std::move(own));
 }
 

@@ -33,6 +33,7 @@ class GpuSystem : public sc_core::sc_module {
   SmStats sm_stats_;
   ClockDomain clock_;  // the SMs' clock: sm.clock, or the governor's choice (power.mode: capped)
   double l2_size_;     // bytes: the batch in which work left out settles the L2's dirty lines
+  double settle_ = 0;  // bytes of dirty data that work left out wrote back, not yet settled
   std::vector<std::unique_ptr<Sm>> sms_;
   std::unique_ptr<Crossbar> noc_;
   std::unique_ptr<L2Cache> l2_;

@@ -50,6 +50,8 @@ class GemmProgram : public KernelProgram {
   uint64_t steps(uint64_t) const override { return k_steps(); }
   void step(uint64_t cta, uint64_t st, StepWork& w) const override { tile_step(cta, st, w); }
   void epilogue(uint64_t cta, StepWork& w) const override { tile_epilogue(cta, w); }
+  // The output tiles, whichever CTAs store them (persistent variants store several per CTA).
+  void written(double max_bytes, std::vector<Strided>& out) const override;
 
   // Architecture hooks.
   // Tile rows a CTA may have, and the tile choice: sets bm, bn, stages and resources (bm stays

@@ -65,6 +65,12 @@ class StreamingProgram : public KernelProgram {
     w.instr_mem = std::ceil(static_cast<double>(total_bytes(w.cached_loads) + total_bytes(w.stores)) / (32.0 * 16.0));
   }
   void epilogue(uint64_t, StepWork&) const override {}
+  // Stored in its steps, in address order across the grid: the output's last max_bytes.
+  void written(double max_bytes, std::vector<Strided>& out) const override {
+    const uint64_t bytes = bytes_of(static_cast<uint64_t>(reduce ? total / row : total), out_bits);
+    const uint64_t keep = std::min<uint64_t>(bytes, static_cast<uint64_t>(std::max(0.0, max_bytes)));
+    if (keep > 0) out.push_back({out_base + bytes - keep, 1, keep, 0});
+  }
 };
 
 }  // namespace

@@ -95,6 +95,22 @@ TEST_CASE("L2 tags: cleaning the oldest dirty lines moves no data and spares the
   CHECK(l2.clean_oldest(10) == 0);  // nothing dirty is left
 }
 
+TEST_CASE("L2 tags: dirtying the youngest lines marks only them and counts those already dirty", "[memory][l2]") {
+  SectoredTags l2(small_l2());
+  SectoredTags::Result r;
+  for (uint64_t line = 0; line < 32; ++line) l2.access(line * 128, 128, false, 0, r);  // 32 clean lines, oldest first
+  for (uint64_t line = 32; line < 48; ++line) l2.access(line * 128, 128, true, 0, r);  // then 16 dirty ones
+  REQUIRE(r.dirty_evicted_sectors == 0);
+  // The 24 youngest lines: the 16 dirty ones and the 8 clean ones before them.
+  CHECK(l2.dirty_youngest(24 * 4) == 16 * 4);
+  SectoredTags::Result out;
+  for (uint64_t addr = 1 << 20; addr < (1 << 20) + 256 * 1024; addr += 128) l2.access(addr, 128, false, 0, out);
+  // Swept out: those 24 lines are written back, the 24 older ones are not.
+  CHECK(out.dirty_evicted_sectors == 24 * 4);
+  for (const Strided& w : out.writebacks) CHECK(w.base >= 24 * 128);
+  CHECK(l2.dirty_youngest(0) == 0);
+}
+
 namespace {
 // The calendar's rules on a plain vector, as a reference for the in-object calendar.
 struct ReferenceCalendar {
