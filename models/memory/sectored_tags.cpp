@@ -126,33 +126,40 @@ void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint3
   age[victim] = clock_;
 }
 
+SectoredTags::AgeHistogram SectoredTags::age_histogram(uint32_t Masks::*field) const {
+  AgeHistogram h;
+  uint32_t lo = std::numeric_limits<uint32_t>::max(), hi = 0;
+  for (uint64_t i = 0; i < ways_total_; ++i)
+    if (masks_[i].*field) {
+      lo = std::min(lo, age_[i]);
+      hi = std::max(hi, age_[i]);
+    }
+  if (lo > hi) return h;
+  h.lo = lo;
+  h.width = (static_cast<double>(hi) - lo + 1) / AgeHistogram::kBuckets;
+  h.sectors.assign(AgeHistogram::kBuckets, 0);
+  for (uint64_t i = 0; i < ways_total_; ++i)
+    if (masks_[i].*field) h.sectors[static_cast<size_t>(h.bucket(age_[i]))] += popcount32(masks_[i].*field);
+  return h;
+}
+
 uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
   if (sectors == 0) return 0;
   // Three passes over the tags: the range of the dirty lines' ages, a histogram of dirty sectors
   // by age, then the cleaning of every line older than the bucket where the count is reached,
   // and of that bucket's lines in order.
-  uint32_t lo = std::numeric_limits<uint32_t>::max(), hi = 0;
-  for (uint64_t i = 0; i < ways_total_; ++i)
-    if (masks_[i].dirty) {
-      lo = std::min(lo, age_[i]);
-      hi = std::max(hi, age_[i]);
-    }
-  if (lo > hi) return 0;
-  constexpr int kBuckets = 256;
-  const double width = (static_cast<double>(hi) - lo + 1) / kBuckets;
-  auto bucket = [&](uint32_t a) { return std::min(kBuckets - 1, static_cast<int>((a - lo) / width)); };
-  std::vector<uint64_t> hist(kBuckets, 0);
-  for (uint64_t i = 0; i < ways_total_; ++i)
-    if (masks_[i].dirty) hist[static_cast<size_t>(bucket(age_[i]))] += popcount32(masks_[i].dirty);
+  const AgeHistogram h = age_histogram(&Masks::dirty);
+  if (h.sectors.empty()) return 0;
   int cut = 0;
   uint64_t below = 0;  // dirty sectors in the buckets before `cut`
-  while (cut < kBuckets && below + hist[static_cast<size_t>(cut)] <= sectors) below += hist[static_cast<size_t>(cut++)];
+  while (cut < AgeHistogram::kBuckets && below + h.sectors[static_cast<size_t>(cut)] <= sectors)
+    below += h.sectors[static_cast<size_t>(cut++)];
   uint64_t left = sectors - below;  // to clean in bucket `cut`
   uint64_t cleaned = 0;
   for (uint64_t i = 0; i < ways_total_; ++i) {
     Masks& m = masks_[i];
     if (!m.dirty) continue;
-    const int b = bucket(age_[i]);
+    const int b = h.bucket(age_[i]);
     if (b < cut || (b == cut && left > 0)) {
       const uint64_t n = popcount32(m.dirty);
       if (b == cut) left -= std::min(left, n);
@@ -166,28 +173,17 @@ uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
 uint64_t SectoredTags::dirty_youngest(uint64_t sectors) {
   if (sectors == 0) return 0;
   // As clean_oldest, from the other end and over the valid lines.
-  uint32_t lo = std::numeric_limits<uint32_t>::max(), hi = 0;
-  for (uint64_t i = 0; i < ways_total_; ++i)
-    if (masks_[i].valid) {
-      lo = std::min(lo, age_[i]);
-      hi = std::max(hi, age_[i]);
-    }
-  if (lo > hi) return 0;
-  constexpr int kBuckets = 256;
-  const double width = (static_cast<double>(hi) - lo + 1) / kBuckets;
-  auto bucket = [&](uint32_t a) { return std::min(kBuckets - 1, static_cast<int>((a - lo) / width)); };
-  std::vector<uint64_t> hist(kBuckets, 0);
-  for (uint64_t i = 0; i < ways_total_; ++i)
-    if (masks_[i].valid) hist[static_cast<size_t>(bucket(age_[i]))] += popcount32(masks_[i].valid);
-  int cut = kBuckets - 1;
+  const AgeHistogram h = age_histogram(&Masks::valid);
+  if (h.sectors.empty()) return 0;
+  int cut = AgeHistogram::kBuckets - 1;
   uint64_t above = 0;  // valid sectors in the buckets after `cut`
-  while (cut >= 0 && above + hist[static_cast<size_t>(cut)] <= sectors) above += hist[static_cast<size_t>(cut--)];
+  while (cut >= 0 && above + h.sectors[static_cast<size_t>(cut)] <= sectors) above += h.sectors[static_cast<size_t>(cut--)];
   uint64_t left = sectors - above;  // to mark in bucket `cut`
   uint64_t were_dirty = 0;
   for (uint64_t i = 0; i < ways_total_; ++i) {
     Masks& m = masks_[i];
     if (!m.valid) continue;
-    const int b = bucket(age_[i]);
+    const int b = h.bucket(age_[i]);
     if (b > cut || (b == cut && left > 0)) {
       if (b == cut) left -= std::min<uint64_t>(left, popcount32(m.valid));
       were_dirty += popcount32(m.dirty);

@@ -4,6 +4,7 @@
 // (one slice). Only tags are kept, never data: hits and misses come from the addresses the
 // kernels touch. Misses and dirty evictions are returned as merged byte ranges, so the next
 // level gets real addresses in bulk.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -72,6 +73,16 @@ class SectoredTags {
     const T& operator[](size_t i) const { return p[i]; }
   };
   void renumber_ages();  // the age clock wrapped: ages become ranks within each set
+  // Sectors set in `field` (valid or dirty) by the age of their line, in 256 buckets over the
+  // range of those lines' ages (empty when no line has any): two passes over the tags.
+  struct AgeHistogram {
+    static constexpr int kBuckets = 256;
+    uint32_t lo = 0;
+    double width = 1;
+    std::vector<uint64_t> sectors;
+    int bucket(uint32_t age) const { return std::min(kBuckets - 1, static_cast<int>((age - lo) / width)); }
+  };
+  AgeHistogram age_histogram(uint32_t Masks::*field) const;
   void touch_line(uint64_t line, uint32_t sectors, bool write, uint32_t slice, Result& r);
   uint64_t set_of(uint64_t line) const;
   void add_sectors(std::vector<Strided>& out, uint64_t line, uint32_t mask) const;

@@ -99,7 +99,6 @@ void CtaDispatcher::submit(KernelRun* k) {
         if (hit != memo_->end() && hit->second.warm) {
           const uint64_t total = k->program->num_ctas();
           k->reused_from = hit->second.source_op;
-          k->pending = hit->second.replay;
           k->profile = hit->second.profile;
           k->next_cta = k->done_ctas = total;
           ctas_done_ += total;
@@ -161,21 +160,17 @@ void CtaDispatcher::finish(KernelRun* k) {
       MemoEntry e;
       e.source_op = k->index;
       e.warm = memo_->count(w.key) > 0;  // the second instance is the one reused
-      e.replay.counters = k->counters;
       const Snapshot end = snapshot(k);
-      e.replay.stats.resize(stats_.size());
-      for (size_t i = 0; i < stats_.size(); ++i) e.replay.stats[i] = end.stats[i] - w.start.stats[i];
       // A compute-bound kernel (its SMs' pipes busy most of its time) repeats in cycles at
       // whatever clock the governor runs; a memory-bound one in seconds.
       const double secs = k->end_s - k->submit_s;
       const double busy = (k->counters.tensor_busy_s + k->counters.simt_busy_s) / static_cast<double>(sms_.size());
-      e.replay.in_cycles = secs > 0 && busy >= kPipeBound * secs;
-      e.replay.amount = e.replay.in_cycles ? end.cycles - w.start.cycles : secs;
+      const bool in_cycles = secs > 0 && busy >= kPipeBound * secs;
       const Snapshot* from = &w.start;
       for (size_t i = 0; i <= w.profile.size(); ++i) {
         const Snapshot& to = i < w.profile.size() ? w.profile[i] : end;
         Replay seg;
-        seg.in_cycles = e.replay.in_cycles;
+        seg.in_cycles = in_cycles;
         seg.amount = seg.in_cycles ? to.cycles - from->cycles : to.t - from->t;
         seg.counters = minus(to.counters, from->counters);
         seg.stats.resize(stats_.size());

@@ -59,8 +59,7 @@ struct StepRate {
 };
 
 struct MemoEntry {
-  Replay replay;                // the whole kernel
-  std::vector<Replay> profile;  // the same in segments over its time, played in order
+  std::vector<Replay> profile;  // the kernel in segments over its time, played in order
   int source_op = -1;  // the op whose simulation is reused
   // Simulated once so far: the first instance of a repeated kernel meets a memory system not yet
   // in its steady state (an L2 that the layers before it have not filled with their dirty

@@ -63,6 +63,21 @@ class KernelProgram {
   // instead of running it (models/sm/fast_path.h), so that the next kernel finds the L2 as it
   // would. By default the CTAs' epilogue stores; a program that stores in its steps says so.
   virtual void written(double max_bytes, std::vector<Strided>& out) const;
+  // For written(): the stores of the last of `units` (CTAs, tiles) that `store` produces, last
+  // ones first until `max_bytes` is reached, appended to `out` in the units' order.
+  template <class Store>
+  static void last_stores(uint64_t units, double max_bytes, const Store& store, std::vector<Strided>& out) {
+    std::vector<Strided> last;
+    StepWork w;
+    double bytes = 0;
+    for (uint64_t u = units; u-- > 0 && bytes < max_bytes;) {
+      w.clear();
+      store(u, w);
+      for (const Strided& s : w.stores) bytes += static_cast<double>(s.bytes());
+      last.insert(last.end(), w.stores.rbegin(), w.stores.rend());
+    }
+    out.insert(out.end(), last.rbegin(), last.rend());
+  }
 
   CtaResources resources;
   int stages = 2;

@@ -29,8 +29,8 @@ struct KernelRun {
   int reused_from = -1;            // the op whose recorded time and counters this kernel reused
   uint64_t extrapolated_ctas = 0;  // CTAs not simulated, counted from the steady waves
   double extrapolated_s = 0;       // the time they took (in the replay)
-  Replay pending;                  // played back when the simulated CTAs are done
-  std::vector<Replay> profile;     // reused: the recorded kernel's segments, played in order
+  Replay pending;                  // left-out work, played back when the simulated CTAs are done
+  std::vector<Replay> profile;     // reused: the recorded kernel's segments, played instead
   // Steady steps extrapolated: a CTA leaves out skip_steps steps from its next step on, or
   // skip_late if it is skip_late_from or later (placed after that was decided).
   uint64_t skip_steps = 0;

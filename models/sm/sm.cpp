@@ -188,19 +188,7 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
 }
 
 void KernelProgram::written(double max_bytes, std::vector<Strided>& out) const {
-  // The last CTAs' epilogues first, until enough is collected; then in the CTAs' order.
-  std::vector<Strided> last;
-  StepWork w;
-  double bytes = 0;
-  for (uint64_t c = num_ctas(); c-- > 0 && bytes < max_bytes;) {
-    w.clear();
-    epilogue(c, w);
-    for (auto it = w.stores.rbegin(); it != w.stores.rend(); ++it) {
-      last.push_back(*it);
-      bytes += static_cast<double>(it->bytes());
-    }
-  }
-  out.insert(out.end(), last.rbegin(), last.rend());
+  last_stores(num_ctas(), max_bytes, [this](uint64_t c, StepWork& w) { epilogue(c, w); }, out);
 }
 
 int occupancy(const SmParams& p, const CtaResources& r) {

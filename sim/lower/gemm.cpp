@@ -146,16 +146,7 @@ void GemmProgram::tile_epilogue(uint64_t tile, StepWork& w) const {
 }
 
 void GemmProgram::written(double max_bytes, std::vector<Strided>& out) const {
-  std::vector<Strided> last;  // the last tiles first, until enough is collected
-  StepWork w;
-  double bytes = 0;
-  for (uint64_t t = tiles(); t-- > 0 && bytes < max_bytes;) {
-    w.clear();
-    tile_epilogue(t, w);
-    for (const Strided& s : w.stores) bytes += static_cast<double>(s.bytes());
-    last.insert(last.end(), w.stores.rbegin(), w.stores.rend());
-  }
-  out.insert(out.end(), last.rbegin(), last.rend());
+  last_stores(tiles(), max_bytes, [this](uint64_t t, StepWork& w) { tile_epilogue(t, w); }, out);
 }
 
 double GemmProgram::estimate_s(const config::GpuConfig& gpu, const Op& op, int64_t tbm, int64_t tbn, double dequant_cols,
