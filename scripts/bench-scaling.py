@@ -128,7 +128,10 @@ def main():
     done = {}
     if args.resume and os.path.exists(path):
         with open(path, newline="") as f:
-            done = {(r["axis"], r["x"]): r for r in csv.DictReader(f)}
+            reader = csv.DictReader(f)
+            if not set(fields) <= set(reader.fieldnames or []):
+                sys.exit(f"{path}:1: --resume: the header must name {', '.join(fields)} (not a scaling.csv this script wrote)")
+            done = {(r["axis"], r["x"]): r for r in reader}
     rows = []
 
     def save():
