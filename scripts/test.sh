@@ -26,10 +26,40 @@ fast() {
 # that drive the binary through
 # Python scripts and Chromium are the same code paths as the CLI tests, only slower under ASan,
 # and are left to the fast tier.
+#
+# LeakSanitizer's own stop-the-world tracer sometimes crashes at process exit ("Tracer caught
+# signal 11 ... LeakSanitizer has encountered a fatal error") after the test body has passed: an
+# open sanitizer bug (google/sanitizers#1353) seen here in 10-40% of runs of a few short tests,
+# old builds and new alike. A failed test whose output carries that signature, and nothing else
+# failed, is run again (twice at most); any other failure fails the tier at once.
 sanitize() {
   BUILD_DIR=build-asan ./scripts/build.sh -DXPUSIM_SANITIZE=ON -DXPUSIM_BUILD_TESTS=ON
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-     ctest --output-on-failure -j"$(nproc)" -E '^(scripts\.|trace_gen\.|import\.run|system\.run)')
+  cd build-asan
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+  ctest --output-on-failure -j"$(nproc)" -E '^(scripts\.|trace_gen\.|import\.run|system\.run)' && return 0
+  for attempt in 1 2; do
+    only_tracer_crashes Testing/Temporary/LastTest.log Testing/Temporary/LastTestsFailed.log || return 1
+    echo "== rerunning the tests above that failed only on LeakSanitizer's tracer crash (retry $attempt of 2) =="
+    ctest --output-on-failure --rerun-failed && return 0
+  done
+  return 1
+}
+
+# True when every test listed as failed in $2 failed with the LeakSanitizer tracer crash, judged
+# from its output in ctest's log $1.
+only_tracer_crashes() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+log, failed = open(sys.argv[1], errors="replace").read(), open(sys.argv[2]).read().splitlines()
+names = [f.split(":", 1)[1] for f in failed if ":" in f]
+ok = bool(names)
+for name in names:
+    m = re.search(r"Test: " + re.escape(name) + r"\n.*?\nOutput:\n-+\n(.*?)<end of output>", log, re.S)
+    crash = bool(m) and "Tracer caught signal" in m.group(1) and "LeakSanitizer has encountered a fatal error" in m.group(1)
+    print(f"{name}: {'LeakSanitizer tracer crash' if crash else 'a real failure'}")
+    ok = ok and crash
+sys.exit(0 if ok else 1)
+PY
 }
 
 case "$mode" in
