@@ -7,12 +7,18 @@ namespace xpusim {
 
 struct KernelLibParams {
   double launch_gap_s = 0;               // gap between dependent kernels on a stream
+  std::string launch_mode = "graph";     // graph: kernels replayed from a CUDA graph; eager: issued one by one by a host
+  double eager_issue_s = 0;              // eager: host time to issue one kernel (kernels leave the host no faster)
+  double kernel_start_s = 0;             // per kernel: from launch to its first CTA's work (grid launch)
+  double kernel_end_s = 0;               // per kernel: from its last CTA's end to the kernel's completion
   std::vector<std::string> gemm_tiles;   // candidate CTA output tiles "MxN"
   double gemm_k_tile_bytes = 0;          // bytes of K per pipeline stage per operand row
   int gemm_max_stages = 0;               // multistage (TMA) pipeline depth limit
   int gemm_raster_group = 0;             // CTA rasterisation swizzle group (rows of tiles)
   int gemm_cluster_m = 1;                // CTAs along M per cluster sharing B by TMA multicast
   std::string gemm_mma = "wgmma";        // MMA the GEMM kernels issue: wgmma (Hopper) or tcgen05 (Blackwell)
+  bool gemm_split_k = true;              // wgmma: split K across CTAs where tiles leave SMs idle
+  bool attention_decode = true;          // decode kernels: a KV head's query group per CTA, KV split (flash-decoding)
   bool gemm_cta_pair = false;            // tcgen05: 2-SM MMA, a CTA pair computing one 2bm x bn tile
   int gemm_threads = 0;                  // threads per GEMM CTA (producer + consumer warpgroups)
   double gemm_dequant_ops = 0;           // lane ops to convert one weight-only element to the math format

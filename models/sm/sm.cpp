@@ -250,6 +250,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta) {
 
   StepWork epi;
   prog.epilogue(cta, epi);
+  wait_until(issue_loads(epi, k));  // e.g. a split-K reduction's partials
   double end = compute(epi, k);
   if (used_tensor_cores || epi.tensor_macs > 0) end += tensor_core_.drain_s();
   wait_until(end);

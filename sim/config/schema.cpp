@@ -256,6 +256,16 @@ Schema make_gpu_schema() {
                            [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->kernels; })
       .quantity("launch_gap", &KernelLibParams::launch_gap_s, Dim::Time, def("1 us"), between(0, 1),
                 "Gap between the end of a kernel and the start of a dependent one")
+      .choice("launch", &KernelLibParams::launch_mode, {"graph", "eager"}, def("graph"),
+              "How kernels are launched: graph (replayed from a CUDA graph: only the launch gap between dependent "
+              "kernels) or eager (a host issues them one at a time, kernels.eager_issue apart, ahead of the GPU)")
+      .quantity("eager_issue", &KernelLibParams::eager_issue_s, Dim::Time, def("10 us"), between(0, 1),
+                "launch: eager: host time to issue one kernel; the GPU idles when kernels are shorter")
+      .quantity("kernel_start", &KernelLibParams::kernel_start_s, Dim::Time, def("0 s"), between(0, 1),
+                "Per kernel: from its launch to its first CTA's work (grid set-up), counted in the kernel's time")
+      .quantity("kernel_end", &KernelLibParams::kernel_end_s, Dim::Time, def("0 s"), between(0, 1),
+                "Per kernel: from its last CTA's end to its completion (memory flush, completion signal), counted in "
+                "the kernel's time")
       .list("gemm.tiles", &KernelLibParams::gemm_tiles, def("[128x256, 256x128, 128x128, 128x64, 64x128, 64x64]"),
             "Candidate CTA output tiles MxN; the lowering picks the best estimate per GEMM")
       .quantity("gemm.k_tile", &KernelLibParams::gemm_k_tile_bytes, Dim::Size, def("128 B"),
@@ -271,6 +281,9 @@ Schema make_gpu_schema() {
       .choice("gemm.mma", &KernelLibParams::gemm_mma, {"wgmma", "tcgen05"}, def("wgmma"),
               "MMA the GEMM kernels are written for: wgmma (Hopper's warpgroup MMA, one CTA per tile) or tcgen05 "
               "(Blackwell: persistent CTAs, accumulators in tensor memory; needs tensor_core.generation 5)")
+      .flag("gemm.split_k", &KernelLibParams::gemm_split_k, def("true"),
+            "wgmma only: split a GEMM's K loop over several CTAs per output tile (serial reduction of fp32 partials "
+            "by the last split) where the estimate says it pays, as cuBLAS and CUTLASS do for skinny GEMMs")
       .flag("gemm.cta_pair", &KernelLibParams::gemm_cta_pair, def("false"),
             "tcgen05 only: 2-SM MMA, two CTAs of a cluster compute one tile of twice the rows, each loading half "
             "of the shared B tile (kernels.gemm.cluster_m must be even)")
@@ -290,6 +303,10 @@ Schema make_gpu_schema() {
                "Key/value rows per inner step of fused attention")
       .integer("attention.threads", &KernelLibParams::attention_threads, def("384"), between(32, 1024),
                "Threads per fused-attention CTA")
+      .flag("attention.decode", &KernelLibParams::attention_decode, def("true"),
+            "Decode kernels where a KV head's query rows (seq_q x heads/kv_heads) fit one 64-row MMA block: a CTA per "
+            "(sequence, KV head) with the whole group, the KV sequence split over CTAs that fill the SMs and combined "
+            "by the last split (flash-decoding); false pads each query head to a q tile as prefill kernels do")
       .choice("attention.mma", &KernelLibParams::attention_mma, {"wgmma", "tcgen05"}, def("wgmma"),
               "MMA the fused-attention kernel is written for: wgmma (FlashAttention-3 style, accumulators in "
               "registers) or tcgen05 (scores and output in tensor memory, two query tiles per CTA; needs "

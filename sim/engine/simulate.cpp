@@ -326,6 +326,7 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
     r.devices = placement.devices[i];
     r.collective = op.is_collective();
     dops[i].label = "'" + op.name + "' (" + op.loc.str() + ")";
+    dops[i].kernel_costs = op.kind != trace::OpKind::delay;
     if (r.collective) {
       r.job = job_of(op, r.devices);
       dops[i].collective = &r.job;
@@ -362,8 +363,9 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
   for (const auto& op : t.ops)
     if (op.kind == trace::OpKind::delay) window = std::max(window, 2 * op.duration_s);
   inject_faults(t, runs);
-  WorkloadDriver driver("driver", dops, std::move(preds), g.kernels.launch_gap_s, dispatchers, fabric.get(),
-                        g.collectives);
+  LaunchCosts launch{g.kernels.launch_gap_s, g.kernels.kernel_start_s, g.kernels.kernel_end_s,
+                     g.kernels.launch_mode == "eager" ? g.kernels.eager_issue_s : 0};
+  WorkloadDriver driver("driver", dops, std::move(preds), launch, dispatchers, fabric.get(), g.collectives);
   std::function<void()> on_slice;
   if (opt.progress) {
     // Op classes in the order they first appear in the trace.

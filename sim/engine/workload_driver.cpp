@@ -16,13 +16,13 @@ constexpr size_t kOpsListed = 12;
 }  // namespace
 
 WorkloadDriver::WorkloadDriver(sc_core::sc_module_name name, std::vector<DriverOp>& ops,
-                               std::vector<std::vector<size_t>> preds, double launch_gap_s,
+                               std::vector<std::vector<size_t>> preds, const LaunchCosts& launch,
                                std::vector<CtaDispatcher*> dispatchers, Fabric* fabric,
                                const CollectiveParams& collectives)
     : sc_module(name),
       ops_(ops),
       preds_(std::move(preds)),
-      gap_s_(launch_gap_s),
+      launch_(launch),
       dispatchers_(std::move(dispatchers)),
       fabric_(fabric),
       collectives_(collectives),
@@ -139,13 +139,18 @@ void WorkloadDriver::run() {
   // rounds to zero, and the loop would spin in delta cycles.
   using Due = std::pair<sc_core::sc_time, size_t>;  // (time, op): earliest first, then trace order
   using Queue = std::priority_queue<Due, std::vector<Due>, std::greater<Due>>;
-  Queue ready, landing;  // ops whose dependencies are done; collectives in flight
+  // ops whose dependencies are done; kernels whose grids are starting; ops finishing (collectives
+  // in flight, kernels completing)
+  Queue ready, starting, landing;
+  // Eager launches: the host issues the ops one after another in trace order, each
+  // eager_issue_s after the last, running ahead of the GPU; no op starts before it is issued.
+  auto issued = [&](size_t i) { return sc_core::sc_time(static_cast<double>(i + 1) * launch_.eager_issue_s, sc_core::SC_SEC); };
   for (size_t i = 0; i < n; ++i) {
     waiting[i] = preds_[i].size();
     pending[i] = ops_[i].kernels.size();
     for (size_t p : preds_[i]) succs[p].push_back(i);
     if (waiting[i] == 0) {
-      ready.push({sc_core::SC_ZERO_TIME, i});
+      ready.push({launch_.eager_issue_s > 0 ? issued(i) : sc_core::SC_ZERO_TIME, i});
       state_[i] = State::ready;
     }
   }
@@ -159,7 +164,9 @@ void WorkloadDriver::run() {
       if (--waiting[s] > 0) continue;
       double t = 0;
       for (size_t p : preds_[s]) t = std::max(t, ops_[p].end_s);
-      ready.push({std::max(sc_core::sc_time(t + gap_s_, sc_core::SC_SEC), sc_core::sc_time_stamp()), s});
+      sc_core::sc_time at = std::max(sc_core::sc_time(t + launch_.gap_s, sc_core::SC_SEC), sc_core::sc_time_stamp());
+      if (launch_.eager_issue_s > 0) at = std::max(at, issued(s));
+      ready.push({at, s});
       state_[s] = State::ready;
     }
   };
@@ -194,9 +201,17 @@ void WorkloadDriver::run() {
           *op.collective_run = run_collective(*fabric_, collectives_, *op.collective, op.start_s);
           op.end_s = op.collective_run->end_s;
           landing.push({std::max(sc_core::sc_time(op.end_s, sc_core::SC_SEC), now), i});
+        } else if (op.kernel_costs && launch_.start_s > 0) {
+          starting.push({now + sc_core::sc_time(launch_.start_s, sc_core::SC_SEC), i});
         } else {
           for (auto& [k, d] : op.kernels) d->submit(k);
         }
+      }
+      while (!starting.empty() && starting.top().first <= now) {
+        const size_t i = starting.top().second;
+        starting.pop();
+        progress = true;
+        for (auto& [k, d] : ops_[i].kernels) d->submit(k);
       }
       while (!landing.empty() && landing.top().first <= now) {
         const size_t i = landing.top().second;
@@ -208,7 +223,7 @@ void WorkloadDriver::run() {
     if (done_ == n) break;
     sc_core::sc_time next = sc_core::SC_ZERO_TIME;
     bool timed = false;
-    for (const Queue* q : {&ready, &landing})
+    for (const Queue* q : {&ready, &starting, &landing})
       if (!q->empty() && (!timed || q->top().first < next)) {
         next = q->top().first;
         timed = true;
@@ -225,7 +240,13 @@ void WorkloadDriver::run() {
       for (KernelRun* k : d->take_finished()) {
         const size_t i = static_cast<size_t>(k->index);
         ops_[i].end_s = std::max(ops_[i].end_s, k->end_s);
-        if (--pending[i] == 0) finish(i);
+        if (--pending[i] > 0) continue;
+        if (ops_[i].kernel_costs && launch_.end_s > 0) {
+          ops_[i].end_s += launch_.end_s;
+          landing.push({sc_core::sc_time(ops_[i].end_s, sc_core::SC_SEC), i});
+        } else {
+          finish(i);
+        }
       }
   }
   sc_core::sc_stop();

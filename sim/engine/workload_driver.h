@@ -33,7 +33,16 @@ struct DriverOp {
   const CollectiveJob* collective = nullptr;                    // or a collective
   CollectiveRun* collective_run = nullptr;                      // where its result goes
   std::string label;                                            // "'name' (file:line)" for the watchdog
+  bool kernel_costs = true;  // pays the per-kernel start and end costs (a delay op's duration already does)
   double start_s = 0, end_s = 0;
+};
+
+// When kernels start and end around their CTAs' work (KernelLibParams): the gap between
+// dependent kernels, the grid's start and completion costs, and in eager mode the host's issue
+// time per kernel.
+struct LaunchCosts {
+  double gap_s = 0, start_s = 0, end_s = 0;
+  double eager_issue_s = 0;  // 0: kernels come from a CUDA graph
 };
 
 class WorkloadDriver : public sc_core::sc_module {
@@ -42,7 +51,7 @@ class WorkloadDriver : public sc_core::sc_module {
   // each of its GPUs' streams). Each kernel's `index` is its op's index.
   SC_HAS_PROCESS(WorkloadDriver);
   WorkloadDriver(sc_core::sc_module_name name, std::vector<DriverOp>& ops, std::vector<std::vector<size_t>> preds,
-                 double launch_gap_s, std::vector<CtaDispatcher*> dispatchers, Fabric* fabric,
+                 const LaunchCosts& launch, std::vector<CtaDispatcher*> dispatchers, Fabric* fabric,
                  const CollectiveParams& collectives);
   bool all_done() const { return done_ == ops_.size(); }
   // Runs the simulation to the end, or until the watchdog stops it: `window_s` of simulated time
@@ -69,7 +78,7 @@ class WorkloadDriver : public sc_core::sc_module {
 
   std::vector<DriverOp>& ops_;
   std::vector<std::vector<size_t>> preds_;
-  double gap_s_;
+  LaunchCosts launch_;
   std::vector<CtaDispatcher*> dispatchers_;
   Fabric* fabric_;
   CollectiveParams collectives_;

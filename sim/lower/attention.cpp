@@ -11,6 +11,10 @@ namespace xpusim::lower {
 
 using trace::Op;
 
+namespace {
+constexpr int64_t kDecodeRows = 64;  // query rows a decode CTA takes (one warpgroup MMA block)
+}  // namespace
+
 void AttentionProgram::coords(uint64_t cta, int64_t& b, int64_t& h, int64_t& qb) const {
   // Longest-first for causal masks: the last query blocks see the most keys.
   const int64_t id = static_cast<int64_t>(cta);
@@ -25,7 +29,40 @@ int64_t AttentionProgram::kv_end(int64_t qb) const {
   return std::min(skv, skv - sq + std::min((qb + 1) * bq, sq));
 }
 
+void AttentionProgram::decode_coords(uint64_t cta, int64_t& b, int64_t& kvh, int64_t& split) const {
+  const int64_t pairs = batch * kv_heads, id = static_cast<int64_t>(cta);
+  split = id / pairs;
+  kvh = (id % pairs) % kv_heads;
+  b = (id % pairs) / kv_heads;
+}
+
+void AttentionProgram::choose_splits(int sm_count) {
+  splits = 1;
+  const double pairs = static_cast<double>(batch * kv_heads);
+  if (pairs >= 0.8 * sm_count) return;
+  const int64_t most = std::min<int64_t>({128, sm_count, kv_blocks()});
+  auto efficiency = [&](int64_t s) {
+    const double waves = pairs * static_cast<double>(s) / sm_count;
+    return waves / std::ceil(waves);
+  };
+  // A split count that leaves the blocks per split as they were with one fewer is no choice.
+  auto eligible = [&](int64_t s) { return s == 1 || div_up(kv_blocks(), s) != div_up(kv_blocks(), s - 1); };
+  double best = 0;
+  for (int64_t s = 1; s <= most; ++s)
+    if (eligible(s)) best = std::max(best, efficiency(s));
+  for (int64_t s = 1; s <= most; ++s)
+    if (eligible(s) && efficiency(s) >= 0.85 * best) {
+      splits = s;
+      return;
+    }
+}
+
 uint64_t AttentionProgram::steps(uint64_t cta) const {
+  if (decode) {
+    int64_t b, kvh, split;
+    decode_coords(cta, b, kvh, split);
+    return static_cast<uint64_t>(split_begin(split + 1) - split_begin(split));
+  }
   int64_t b, h, qb;
   coords(cta, b, h, qb);
   return static_cast<uint64_t>(div_up(static_cast<uint64_t>(kv_end(qb)), static_cast<uint64_t>(bkv)));
@@ -36,6 +73,15 @@ uint64_t AttentionProgram::q_addr(int64_t b, int64_t row, int64_t h) const {
 }
 
 void AttentionProgram::prologue(uint64_t cta, StepWork& w) const {
+  if (decode) {
+    // The group's query heads are adjacent in each query row.
+    int64_t b, kvh, split;
+    decode_coords(cta, b, kvh, split);
+    w.loads.push_back({q_addr(b, 0, kvh * group), static_cast<uint64_t>(sq), bytes_of(static_cast<uint64_t>(group * d), in_bits),
+                       bytes_of(static_cast<uint64_t>(heads * d), in_bits)});
+    w.instr_mem = 1;
+    return;
+  }
   int64_t b, h, qb;
   coords(cta, b, h, qb);
   const int64_t rows = std::min(bq, sq - qb * bq);
@@ -44,7 +90,59 @@ void AttentionProgram::prologue(uint64_t cta, StepWork& w) const {
   w.instr_mem = 1;
 }
 
+void AttentionProgram::decode_step(uint64_t cta, uint64_t s, StepWork& w) const {
+  int64_t b, kvh, split;
+  decode_coords(cta, b, kvh, split);
+  const int64_t k0 = (split_begin(split) + static_cast<int64_t>(s)) * bkv;
+  const int64_t rows = std::min(bkv, skv - k0);
+  const uint64_t off = bytes_of(static_cast<uint64_t>(((b * skv + k0) * kv_heads + kvh) * d), in_bits);
+  const uint64_t row_bytes = bytes_of(static_cast<uint64_t>(d), in_bits);
+  const uint64_t stride = bytes_of(static_cast<uint64_t>(kv_heads * d), in_bits);
+  w.loads.push_back({k + off, static_cast<uint64_t>(rows), row_bytes, stride});
+  w.loads.push_back({v + off, static_cast<uint64_t>(rows), row_bytes, stride});
+  // The MMAs compute the whole bq-row block (the group's rows padded); the softmax only the
+  // real rows.
+  w.tensor_macs = 2.0 * static_cast<double>(bq * bkv) * static_cast<double>(d);
+  w.tensor_dtype = dtype;
+  const double scores = static_cast<double>(decode_rows() * bkv);
+  w.fp32_ops = 4.0 * scores + static_cast<double>(decode_rows() * d);
+  w.sfu_ops = scores;
+  w.instr_simt = (w.fp32_ops + w.sfu_ops) / 32.0;
+  w.instr_mem = 2;
+  w.smem_write_bytes = 2.0 * static_cast<double>(rows * d) * in_bits / 8.0;
+  mma_costs(rows, w);
+}
+
+void AttentionProgram::decode_epilogue(uint64_t cta, StepWork& w) const {
+  int64_t b, kvh, split;
+  decode_coords(cta, b, kvh, split);
+  const uint64_t real = static_cast<uint64_t>(decode_rows());
+  const uint64_t partial_bytes = real * static_cast<uint64_t>(d + 1) * 4;  // fp32 O rows and their log-sum-exp
+  const uint64_t pair = static_cast<uint64_t>(b * kv_heads + kvh);
+  auto partial = [&](int64_t p) {
+    return Strided{ws + (pair * static_cast<uint64_t>(splits - 1) + static_cast<uint64_t>(p)) * partial_bytes, 1, partial_bytes,
+                   partial_bytes};
+  };
+  if (split + 1 < splits) {
+    w.stores.push_back(partial(split));
+    w.fp32_ops = static_cast<double>(real) * static_cast<double>(d);  // 1/sum scaling
+    w.instr_simt = w.fp32_ops / 32.0;
+    w.instr_mem = 1;
+    return;
+  }
+  // Combine: each partial rescaled by exp(lse_p - lse) and added.
+  for (int64_t p = 0; p + 1 < splits; ++p) w.loads.push_back(partial(p));
+  const double others = static_cast<double>(splits - 1);
+  w.fp32_ops = static_cast<double>(real) * static_cast<double>(d) * (1 + 2 * others) + static_cast<double>(real) * 3 * others;
+  w.sfu_ops = static_cast<double>(real) * others;
+  w.instr_simt = (w.fp32_ops + w.sfu_ops) / 32.0;
+  w.instr_mem = 1 + others;
+  w.stores.push_back({o + bytes_of(static_cast<uint64_t>((b * sq * heads + kvh * group) * d), out_bits), static_cast<uint64_t>(sq),
+                      bytes_of(static_cast<uint64_t>(group * d), out_bits), bytes_of(static_cast<uint64_t>(heads * d), out_bits)});
+}
+
 void AttentionProgram::step(uint64_t cta, uint64_t s, StepWork& w) const {
+  if (decode) return decode_step(cta, s, w);
   int64_t b, h, qb;
   coords(cta, b, h, qb);
   const int64_t kvh = h / (heads / kv_heads);
@@ -70,6 +168,7 @@ void AttentionProgram::step(uint64_t cta, uint64_t s, StepWork& w) const {
 }
 
 void AttentionProgram::epilogue(uint64_t cta, StepWork& w) const {
+  if (decode) return decode_epilogue(cta, w);
   int64_t b, h, qb;
   coords(cta, b, h, qb);
   const int64_t rows = std::min(bq, sq - qb * bq);
@@ -97,16 +196,26 @@ LoweredOp Lowering::attention(const Op& op) {
   p->dtype = op.dtype;
   p->in_bits = dtype_bits(op.dtype);
   p->out_bits = dtype_bits(op.out_dtype);
+  // Decode kernels take a KV head's whole group of query rows in one 64-row MMA block (the
+  // smallest warpgroup MMA; tcgen05 uses its 128-row MMA).
+  p->group = op.heads / op.kv_heads;
+  p->decode = kl.attention_decode && op.seq_q * p->group <= kDecodeRows;
   if (!p->configure(gpu_))
     throw UserError(op.loc.str() + ": op '" + op.name + "': head_dim " + std::to_string(op.head_dim) +
                     " with the configured attention tiles does not fit an SM (" + p->limits() + ")");
   p->q_blocks = static_cast<int64_t>(div_up(static_cast<uint64_t>(op.seq_q), static_cast<uint64_t>(p->bq)));
+  if (p->decode) p->choose_splits(gpu_.sm.count);
   const double ei = p->in_bits / 8.0;
   p->q = alloc(static_cast<double>(op.batch * op.seq_q * op.heads * op.head_dim) * ei);
   p->k = alloc(static_cast<double>(op.batch * op.seq_kv * op.kv_heads * op.head_dim) * ei);
   p->v = alloc(static_cast<double>(op.batch * op.seq_kv * op.kv_heads * op.head_dim) * ei);
   p->o = alloc(static_cast<double>(op.batch * op.seq_q * op.heads * op.head_dim) * p->out_bits / 8.0);
+  if (p->splits > 1)
+    p->ws = alloc(static_cast<double>(op.batch * op.kv_heads * (p->splits - 1) * p->decode_rows() * (op.head_dim + 1)) * 4.0);
   p->description = p->describe();
+  if (p->decode)
+    p->description += ", decode: " + std::to_string(p->decode_rows()) + " query row" + (p->decode_rows() > 1 ? "s" : "") +
+                      " per KV head" + (p->splits > 1 ? ", KV split " + std::to_string(p->splits) + " ways (flash-decoding)" : "");
   return finish(p, true);
 }
 

@@ -22,7 +22,25 @@ class AttentionProgram : public KernelProgram {
   uint64_t q = 0, k = 0, v = 0, o = 0;
   int64_t q_blocks = 0;
 
-  uint64_t num_ctas() const override { return static_cast<uint64_t>(batch * heads * q_blocks); }
+  // Decode (flash-decoding): where the query rows of one KV head's group (seq_q x heads /
+  // kv_heads) fit one MMA block, a CTA takes a (batch, KV head) pair with all its query heads,
+  // and the KV sequence is split over `splits` CTAs so that the pairs fill the SMs. Every split
+  // but the last stores its fp32 partial output and log-sum-exp to a workspace; the last
+  // (dispatched last) loads them and combines.
+  bool decode = false;
+  int64_t group = 1;   // query heads per KV head
+  int64_t splits = 1;
+  uint64_t ws = 0;
+  int64_t kv_blocks() const { return (skv + bkv - 1) / bkv; }
+  int64_t split_begin(int64_t split) const { return kv_blocks() * split / splits; }  // in KV blocks
+  int64_t decode_rows() const { return sq * group; }
+  // FlashAttention-2's split heuristic (num_splits_heuristic): no split where the pairs fill 80%
+  // of the SMs; else the fewest splits whose wave efficiency is within 85% of the best.
+  void choose_splits(int sm_count);
+
+  uint64_t num_ctas() const override {
+    return static_cast<uint64_t>(decode ? batch * kv_heads * splits : batch * heads * q_blocks);
+  }
   uint64_t steps(uint64_t cta) const override;
   void prologue(uint64_t cta, StepWork& w) const override;
   void step(uint64_t cta, uint64_t s, StepWork& w) const override;
@@ -40,6 +58,10 @@ class AttentionProgram : public KernelProgram {
 
  protected:
   void coords(uint64_t cta, int64_t& b, int64_t& h, int64_t& qb) const;
+  // Decode: the (batch, KV head) pair and split of a CTA, split-major.
+  void decode_coords(uint64_t cta, int64_t& b, int64_t& kvh, int64_t& split) const;
+  void decode_step(uint64_t cta, uint64_t s, StepWork& w) const;
+  void decode_epilogue(uint64_t cta, StepWork& w) const;
   int64_t kv_end(int64_t qb) const;
   uint64_t q_addr(int64_t b, int64_t row, int64_t h) const;
 };

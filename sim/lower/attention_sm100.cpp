@@ -29,7 +29,7 @@ class Tcgen05Attention : public AttentionProgram {
     // Each 128-row query tile keeps S (bkv columns, P written over it) and O (d columns) in
     // tensor memory: two tiles if both fit, else one.
     const double per_tile = static_cast<double>(bkv + d);
-    q_tiles = 2 * per_tile <= tmem_columns ? 2 : (per_tile <= tmem_columns ? 1 : 0);
+    q_tiles = 2 * per_tile <= tmem_columns && !decode ? 2 : (per_tile <= tmem_columns ? 1 : 0);
     if (q_tiles == 0) return false;
     bq = q_tiles * kMmaRows;
     const double ei = in_bits / 8.0;

@@ -15,7 +15,7 @@ class WgmmaAttention : public AttentionProgram {
  public:
   bool configure(const config::GpuConfig& gpu) override {
     const KernelLibParams& kl = gpu.kernels;
-    bq = kl.attention_q_tile;
+    bq = decode ? 64 : kl.attention_q_tile;
     bkv = kl.attention_kv_tile;
     stages = 2;
     const double smem = (bq + 2.0 * stages * bkv) * d * (in_bits / 8.0);

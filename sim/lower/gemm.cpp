@@ -145,6 +145,103 @@ void GemmProgram::tile_epilogue(uint64_t tile, StepWork& w) const {
   w.instr_mem += 1;
 }
 
+uint64_t GemmProgram::split_first(uint64_t split) const {
+  return k_steps() * split / static_cast<uint64_t>(splits);
+}
+
+void GemmProgram::epilogue(uint64_t cta, StepWork& w) const {
+  if (splits == 1) return tile_epilogue(cta, w);
+  const uint64_t tile = cta % tiles(), split = cta / tiles();
+  int64_t bi, tm, tn;
+  tile_of(tile, bi, tm, tn);
+  const uint64_t rows_m = static_cast<uint64_t>(std::min(bm, M - tm * bm));
+  const uint64_t row_bytes = static_cast<uint64_t>(std::min(bn, N - tn * bn)) * 4;
+  // Partial tile p of this tile: rows_m rows of fp32, packed.
+  auto partial = [&](uint64_t p) {
+    const uint64_t base = ws + (tile * static_cast<uint64_t>(splits - 1) + p) * static_cast<uint64_t>(bm * bn) * 4;
+    return Strided{base, rows_m, row_bytes, row_bytes};
+  };
+  if (split + 1 < static_cast<uint64_t>(splits)) {
+    w.stores.push_back(partial(split));
+    w.instr_mem += 1;
+    w.fp32_ops += static_cast<double>(bm * bn);  // the accumulators out through shared memory
+    w.instr_simt += static_cast<double>(bm * bn) / 32.0;
+    return;
+  }
+  // The last split (dispatched last) reduces: the others' partials in, one add per element each.
+  for (uint64_t p = 0; p + 1 < static_cast<uint64_t>(splits); ++p) w.loads.push_back(partial(p));
+  const double adds = static_cast<double>(bm * bn) * static_cast<double>(splits - 1);
+  w.fp32_ops += adds;
+  w.instr_simt += adds / 32.0;
+  w.instr_mem += static_cast<double>(splits - 1);
+  tile_epilogue(tile, w);
+}
+
+double GemmProgram::split_estimate_s(const config::GpuConfig& gpu, int64_t s, double eff_rate) const {
+  const SmParams& sm = gpu.sm;
+  const double n_tiles = static_cast<double>(tiles());
+  const double steps = std::ceil(static_cast<double>(k_steps()) / static_cast<double>(s));
+  const int cps = std::max(1, occupancy(sm, resources));
+  const double slots = static_cast<double>(sm.count) * cps;
+  const double ctas = n_tiles * static_cast<double>(s);
+  const double waves = std::ceil(ctas / slots);
+  // Load latency: under full load the queues in the L2 and the memory controllers about double
+  // the idle latency (an assumption of this heuristic).
+  const double idle_latency = (sm.l1_latency_cycles + gpu.l2.hit_latency_cycles) / sm.clock_hz +
+                              gpu.hbm.controller_latency_s + gpu.hbm.tRCD + gpu.hbm.tCL;
+  const double loaded_latency = 2 * idle_latency;
+  // The SMs' tensor work wave by wave, or a CTA's K loop where each round trip of loads brings
+  // only `stages` steps.
+  const double tile_s = static_cast<double>(bm * bn * bk) * steps / eff_rate / sm.clock_hz;
+  const double per_sm = std::min<double>(cps, std::ceil(ctas / sm.count));
+  const double loop_s = steps * loaded_latency / std::max(1, stages);
+  const double compute_s = waves * std::max(per_sm * tile_s, loop_s);
+  // HBM: every operand byte once and the output once, at the rate the resident CTAs' loads in
+  // flight sustain (Little's law: `stages` steps of the rows they really load, per CTA).
+  const double ei = in_bits / 8.0;
+  const double hbm_bytes = static_cast<double>(batch) * (M * K * ei + static_cast<double>(K) * N * b_elem_bytes + M * N * out_bits / 8.0);
+  const double step_bytes = static_cast<double>(std::min(bm, M) * bk) * ei + static_cast<double>(bk * bn) * b_elem_bytes;
+  const double in_flight = std::min(ctas, slots) * std::max(1, stages) * step_bytes;
+  const double hbm_rate = std::min(gpu.hbm.peak_bandwidth(), in_flight / loaded_latency);
+  const double hbm_s = hbm_bytes / hbm_rate;
+  // The L2's operand traffic.
+  const double k_pad = steps * static_cast<double>(s) * bk;
+  const double l2_s = n_tiles * k_pad * (bm * ei + static_cast<double>(bn) / cluster * b_elem_bytes) / gpu.l2.bandwidth;
+  return std::max({compute_s, hbm_s, l2_s}) + reduction_s(gpu, s);
+}
+
+double GemmProgram::reduction_s(const config::GpuConfig& gpu, int64_t s) const {
+  if (s <= 1) return 0;
+  const SmParams& sm = gpu.sm;
+  const double idle_latency = (sm.l1_latency_cycles + gpu.l2.hit_latency_cycles) / sm.clock_hz +
+                              gpu.hbm.controller_latency_s + gpu.hbm.tRCD + gpu.hbm.tCL;
+  const double partial_bytes = static_cast<double>(tiles()) * static_cast<double>(bm * bn) * 4.0 * 2.0 * static_cast<double>(s - 1);
+  return partial_bytes / gpu.l2.bandwidth + idle_latency +
+         static_cast<double>(bm * bn) * static_cast<double>(s - 1) / sm.fp32_lanes / sm.clock_hz;
+}
+
+void GemmProgram::choose_splits(const config::GpuConfig& gpu, double eff_rate) {
+  splits = 1;
+  if (conv) return;
+  const int cps = std::max(1, occupancy(gpu.sm, resources));
+  const double slots = static_cast<double>(gpu.sm.count) * cps;
+  // More splits than fill one wave, or than leave each split a full pipeline of K steps, do
+  // not pay; kMaxSplits bounds the workspace as libraries do.
+  constexpr int64_t kMaxSplits = 16;
+  const int64_t by_slots = static_cast<int64_t>(slots / static_cast<double>(tiles()));
+  const int64_t by_steps = static_cast<int64_t>(k_steps()) / std::max(1, stages);
+  const int64_t most = std::min({kMaxSplits, by_slots, by_steps});
+  const double unsplit = split_estimate_s(gpu, 1, eff_rate);
+  double best = unsplit * 0.9;
+  for (int64_t s = 2; s <= most; ++s) {
+    const double est = split_estimate_s(gpu, s, eff_rate);
+    if (est < best) {
+      best = est;
+      splits = s;
+    }
+  }
+}
+
 void GemmProgram::written(double max_bytes, std::vector<Strided>& out) const {
   last_stores(tiles(), max_bytes, [this](uint64_t t, StepWork& w) { tile_epilogue(t, w); }, out);
 }
@@ -243,10 +340,13 @@ LoweredOp Lowering::gemm(const Op& op) {
                     (tcgen05 ? "tensor memory" : "registers"));
   p->tiles_m = static_cast<int64_t>(div_up(static_cast<uint64_t>(p->M), static_cast<uint64_t>(p->bm)));
   p->tiles_n = static_cast<int64_t>(div_up(static_cast<uint64_t>(p->N), static_cast<uint64_t>(p->bn)));
+  // Split-K where a skinny GEMM leaves SMs idle (one CTA per tile; tcgen05's persistent CTAs
+  // balance their own work).
+  if (!tcgen05 && kl.gemm_split_k) p->choose_splits(gpu_, rate * (op.sparse_2_4 ? 2 : 1));
   // A CTA's K steps repeat one another (a short last one is never left out), the block scales'
   // rows every scale_group / bk steps. A persistent CTA of several tiles drains a tile's
   // accumulators every k_steps, and a convolution's steps walk the filter window: no period.
-  if (!p->conv && p->steps(0) == p->k_steps()) {
+  if (!p->conv && p->steps(0) == p->split_steps(0)) {
     if (p->scale_group == 0 || p->bk % p->scale_group == 0) p->step_period = 1;
     else if (p->scale_group % p->bk == 0) p->step_period = static_cast<uint64_t>(p->scale_group / p->bk);
   }
@@ -258,7 +358,9 @@ LoweredOp Lowering::gemm(const Op& op) {
   if (p->scale_group > 0)
     p->scales = alloc(b_sets * std::ceil(static_cast<double>(p->K) / static_cast<double>(p->scale_group)) * p->N * p->scale_bits / 8.0);
   p->c = alloc(static_cast<double>(p->batch) * p->M * p->N * p->out_bits / 8.0);
+  if (p->splits > 1) p->ws = alloc(static_cast<double>(p->tiles()) * static_cast<double>(p->splits - 1) * p->bm * p->bn * 4.0);
   std::string d = p->describe();
+  if (p->splits > 1) d += ", split-K " + std::to_string(p->splits) + " (serial reduction)";
   if (op.weight_only())
     d += ", " + op.weight_format + " weights" + (p->dequant_ops > 0 ? " converted to " + std::string(dtype_name(op.dtype)) : " (native block scaling)");
   p->description = d;

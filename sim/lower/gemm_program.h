@@ -45,11 +45,33 @@ class GemmProgram : public KernelProgram {
   uint64_t tiles() const { return static_cast<uint64_t>(batch * tiles_m * tiles_n); }
   uint64_t k_steps() const;
 
-  // One CTA per output tile (the variants may schedule otherwise).
-  uint64_t num_ctas() const override { return tiles(); }
-  uint64_t steps(uint64_t) const override { return k_steps(); }
-  void step(uint64_t cta, uint64_t st, StepWork& w) const override { tile_step(cta, st, w); }
-  void epilogue(uint64_t cta, StepWork& w) const override { tile_epilogue(cta, w); }
+  // Split-K (serial reduction, as cuBLAS and CUTLASS run skinny GEMMs): each output tile's K
+  // steps are cut into `splits` nearly equal ranges, one CTA each. Every split but the last
+  // stores its fp32 partial tile to a workspace; the last split's CTA loads them, adds them to
+  // its own and stores the output. 1: no split.
+  int64_t splits = 1;
+  uint64_t ws = 0;  // the partials' workspace
+  uint64_t split_first(uint64_t split) const;  // first K step of a split
+  uint64_t split_steps(uint64_t split) const { return split_first(split + 1) - split_first(split); }
+
+  // One CTA per output tile and split, split-major: CTA c computes tile c % tiles() over split
+  // c / tiles()'s K range (the variants may schedule otherwise).
+  uint64_t num_ctas() const override { return tiles() * static_cast<uint64_t>(splits); }
+  uint64_t steps(uint64_t cta) const override { return split_steps(cta / tiles()); }
+  void step(uint64_t cta, uint64_t st, StepWork& w) const override {
+    tile_step(cta % tiles(), split_first(cta / tiles()) + st, w);
+  }
+  void epilogue(uint64_t cta, StepWork& w) const override;
+  // After choose_tile: the split count a library heuristic picks for the chosen tile, by an
+  // estimate that also counts the latency of each CTA's K loop and the HBM traffic (what bounds
+  // a skinny GEMM), with the partials' traffic and reduction charged; a split must save at
+  // least a tenth of the unsplit estimate. Sets `splits` (1 where none pays).
+  void choose_splits(const config::GpuConfig& gpu, double eff_rate);
+  // That estimate for `s` splits of the chosen tile.
+  double split_estimate_s(const config::GpuConfig& gpu, int64_t s, double eff_rate) const;
+  // What the estimate charges `s` splits for their reduction: the partials written and read
+  // back through the L2, one idle load latency for the last split to wait for them, and the adds.
+  double reduction_s(const config::GpuConfig& gpu, int64_t s) const;
   // The output tiles, whichever CTAs store them (persistent variants store several per CTA).
   void written(double max_bytes, std::vector<Strided>& out) const override;
 

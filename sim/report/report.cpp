@@ -407,7 +407,12 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     o.ctas_per_sm = res.lowered.ctas_per_sm;
     const double peak = res.lowered.uses_tensor_cores ? tensor_peak(op.dtype, op.sparse_2_4) : rep.fp32_peak_tflops;
     const double capacity = static_cast<double>(g.sm.count) * std::max(1, res.lowered.ctas_per_sm);
-    o.m = metrics(res.run.counters, res.run.submit_s, res.run.end_s, op.flops(), peak, op.min_bytes(), capacity, g);
+    // A kernel's time runs from its launch to its completion: its grid's start and end costs
+    // (kernels.kernel_start, kernel_end) with its CTAs' work between, as a profiler times it.
+    const bool costs = op.kind != trace::OpKind::delay;
+    const double k_start = res.run.submit_s - (costs ? g.kernels.kernel_start_s : 0);
+    const double k_end = res.run.end_s + (costs ? g.kernels.kernel_end_s : 0);
+    o.m = metrics(res.run.counters, k_start, k_end, op.flops(), peak, op.min_bytes(), capacity, g);
     const KernelProgram& prog = *res.lowered.program;
     if (prog.timed_step >= 0 && res.run.timed_start_s >= 0 && prog.timed_accesses > 0) {
       const double timed = res.run.end_s - res.run.timed_start_s;

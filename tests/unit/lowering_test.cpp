@@ -57,7 +57,8 @@ trace::Op gemm(int64_t m, int64_t n, int64_t k, Dtype d = Dtype::bf16) {
 }  // namespace
 
 TEST_CASE("GEMM lowering: every output written once, MACs cover the padded tiles", "[lowering]") {
-  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"));
+  // One CTA per tile (split-K's partials: tests/sim/serving_test.cpp).
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.split_k=false"});
   lower::Lowering l(cfg.chip.gpu);
   for (auto shape : {std::array<int64_t, 3>{1000, 1000, 1000}, {8192, 8192, 64}, {64, 4096, 4096}, {300, 700, 90}}) {
     const trace::Op op = gemm(shape[0], shape[1], shape[2]);
@@ -76,8 +77,10 @@ TEST_CASE("GEMM lowering: every output written once, MACs cover the padded tiles
 }
 
 TEST_CASE("GEMM clusters fetch each shared B tile once between them", "[lowering]") {
-  const auto solo = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.cluster_m=1", "kernels.gemm.tiles=[128x256]"});
-  const auto pair = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.cluster_m=2", "kernels.gemm.tiles=[128x256]"});
+  const auto solo = config::load_config(source_path("configs/h100-sxm.yaml"),
+                                        {"kernels.gemm.cluster_m=1", "kernels.gemm.tiles=[128x256]", "kernels.gemm.split_k=false"});
+  const auto pair = config::load_config(source_path("configs/h100-sxm.yaml"),
+                                        {"kernels.gemm.cluster_m=2", "kernels.gemm.tiles=[128x256]", "kernels.gemm.split_k=false"});
   lower::Lowering ls(solo.chip.gpu), lp(pair.chip.gpu);
   for (auto shape : {std::array<int64_t, 3>{4096, 4096, 1024}, {1000, 1000, 1000}, {384, 512, 256}}) {
     const trace::Op op = gemm(shape[0], shape[1], shape[2]);
@@ -311,7 +314,7 @@ TEST_CASE("block-scaled fp4 needs no conversion work on tcgen05", "[lowering][bl
   trace::Op op = gemm(M, N, K, Dtype::fp8_e4m3);
   op.weight_format = "mxfp4", op.weight_dtype = Dtype::fp4, op.weight_group = 32, op.weight_scale_bits = 8;
   const auto bw = b200();
-  const auto hop = config::load_config(source_path("configs/h100-sxm.yaml"));
+  const auto hop = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.split_k=false"});
   lower::Lowering lb(bw.chip.gpu), lh(hop.chip.gpu);
   const auto on_b = lb.lower(op), on_h = lh.lower(op);
   const Totals tb = walk(*on_b.program), th = walk(*on_h.program);

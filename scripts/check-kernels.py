@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""The simulator against measured serving kernels: skinny bf16 GEMMs (Llama-2 projections,
+M = 1..1024), fp8 GEMMs on DeepSeek-V3 shapes, square GEMMs 256-2048 and decode attention, as
+`scripts/measure/serving_kernels.py` and `gpu_microbench.py` measured them on an H100 (each
+timed as calls back to back from a CUDA graph, each call on a different copy of its operands so
+that it meets them in HBM, as a model's layers do: the `*-cold.csv` files). Each shape runs as
+three dependent calls in one trace (each op has its own operands), and the simulated time per
+call is a kernel and its launch gap. Prints a Markdown table with the error of each
+shape and a summary per group; asserts nothing.
+
+  scripts/check-kernels.py                         h100-sxm against docs/validation/measured/h100-sxm-2026-11-24
+  scripts/check-kernels.py --group skinny --set kernels.gemm.split_k=false
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MEASURED = "docs/validation/measured/h100-sxm-2026-11-24"
+SQUARE = "docs/validation/measured/h100-sxm-2026-11-24/square-cold.csv"
+CALLS = 3
+
+
+def cases(measured, groups):
+    """(group, label, op fields without name and deps, measured seconds per call)."""
+    if "skinny" in groups:
+        for r in csv.DictReader(open(os.path.join(ROOT, measured, "skinny-cold.csv"))):
+            yield "skinny", f"{r['model']} {r['proj']} {r['m']}x{r['n']}x{r['k']}", \
+                dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype="bf16"), float(r["best_s"])
+    if "fp8" in groups:
+        for r in csv.DictReader(open(os.path.join(ROOT, measured, "fp8-cold.csv"))):
+            yield "fp8", f"fp8 {r['m']}x{r['n']}x{r['k']}", \
+                dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype="fp8_e4m3", out_dtype="bf16"), float(r["best_s"])
+    if "square" in groups:
+        for r in csv.DictReader(open(os.path.join(ROOT, SQUARE))):
+            if r["dtype"] in ("bf16", "fp16", "fp8") and int(r["m"]) <= 2048 and r.get("best_s"):
+                dt = {"fp8": "fp8_e4m3"}.get(r["dtype"], r["dtype"])
+                op = dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype=dt)
+                if dt == "fp8_e4m3":
+                    op["out_dtype"] = "bf16"
+                yield "square", f"{r['dtype']} {r['m']}^3", op, float(r["best_s"])
+    if "attention" in groups:
+        for r in csv.DictReader(open(os.path.join(ROOT, measured, "attention-cold.csv"))):
+            if r["phase"] != "decode" or not r.get("best_s"):
+                continue
+            yield "attention", f"decode {r['model']} b{r['batch']} kv{r['kv_len']}", \
+                dict(kind="attention", batch=int(r["batch"]), heads=int(r["q_heads"]), kv_heads=int(r["kv_heads"]),
+                     seq_q=1, seq_kv=int(r["kv_len"]), head_dim=128, dtype="fp16"), float(r["best_s"])
+
+
+def flow(d):
+    return "{" + ", ".join(f"{k}: {v}" for k, v in d.items()) + "}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
+    ap.add_argument("--config", default="configs/h100-sxm.yaml")
+    ap.add_argument("--measured", default=MEASURED)
+    ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention"],
+                    help="groups to run (repeatable; default all)")
+    ap.add_argument("--set", action="append", default=[], help="passed to xpusim run --set")
+    args = ap.parse_args()
+    groups = args.group or ["skinny", "fp8", "square", "attention"]
+    todo = list(cases(args.measured, groups))
+    if not todo:
+        sys.exit("no measured cases found")
+    lines = ["xpusim_trace: 1", "name: check-kernels", "ops:"]
+    prev = None
+    for i, (_, _, op, _) in enumerate(todo):
+        for c in range(CALLS):
+            name = f"c{i}_{c}"
+            fields = dict(name=name, **op)
+            if prev:
+                fields["deps"] = f"[{prev}]"
+            lines.append(f"  - {flow(fields)}")
+            prev = name
+    lines.append(f"  - {{name: end, kind: delay, duration: 1 ns, deps: [{prev}]}}")
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "trace.yaml")
+        with open(trace, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        cmd = [args.xpusim, "run", "-q", "-c", args.config, "-t", trace, "--out", os.path.join(tmp, "out")]
+        for s in args.set:
+            cmd += ["--set", s]
+        env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            sys.exit(" ".join(cmd) + " failed:\n" + p.stderr)
+        ops = {o["name"]: o for o in json.load(open(os.path.join(tmp, "out", "report.json")))["ops"]}
+    print(f"| group | shape | measured us | simulated us | error | kernel as lowered |")
+    print("|---|---|---|---|---|---|")
+    errs = {}
+    for i, (group, label, _, meas) in enumerate(todo):
+        # Per call: from the start of the second call to the start of the one after the third.
+        nxt = ops[f"c{i + 1}_0"] if f"c{i + 1}_0" in ops else ops["end"]
+        sim = (nxt["start_s"] - ops[f"c{i}_1"]["start_s"]) / (CALLS - 1)
+        err = sim / meas - 1
+        errs.setdefault(group, []).append(err)
+        desc = ops[f"c{i}_1"]["lowering"]["description"]
+        print(f"| {group} | {label} | {meas * 1e6:.2f} | {sim * 1e6:.2f} | {err * 100:+.0f}% | {desc} |")
+    print()
+    print("| group | shapes | mean abs error | worst | within 15% |")
+    print("|---|---|---|---|---|")
+    for g, e in errs.items():
+        worst = max(e, key=abs)
+        print(f"| {g} | {len(e)} | {sum(abs(x) for x in e) / len(e) * 100:.0f}% | {worst * 100:+.0f}% | "
+              f"{sum(abs(x) <= 0.15 for x in e)} of {len(e)} |")
+
+
+if __name__ == "__main__":
+    main()

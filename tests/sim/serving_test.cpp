@@ -1,0 +1,154 @@
+// The kernels a serving engine runs: split-K GEMMs, decode attention (flash-decoding), and
+// what each kernel costs around its work (launch gap, grid start and end, eager launches).
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "helpers.h"
+#include "sim/config/config_loader.h"
+#include "sim/lower/attention_program.h"
+#include "sim/lower/gemm_program.h"
+#include "sim/lower/lowering.h"
+
+using namespace xpusim;
+using xpusim::testing::simulate;
+using xpusim::testing::source_path;
+
+namespace {
+const std::string kH100 = source_path("configs/h100-sxm.yaml");
+
+std::string gemm_trace(long m, long n, long k, const std::string& dtype = "bf16") {
+  return "xpusim_trace: 1\nops:\n  - {name: g, kind: gemm, m: " + std::to_string(m) + ", n: " + std::to_string(n) +
+         ", k: " + std::to_string(k) + ", dtype: " + dtype + "}\n";
+}
+std::string decode_trace(long batch, long heads, long kv_heads, long kv) {
+  return "xpusim_trace: 1\nops:\n  - {name: a, kind: attention, batch: " + std::to_string(batch) +
+         ", heads: " + std::to_string(heads) + ", kv_heads: " + std::to_string(kv_heads) +
+         ", seq_q: 1, seq_kv: " + std::to_string(kv) + ", head_dim: 128, dtype: fp16}\n";
+}
+double op_time(const YAML::Node& r) { return r["ops"][0]["time_s"].as<double>(); }
+
+trace::Op gemm_op(int64_t m, int64_t n, int64_t k, Dtype d = Dtype::bf16) {
+  trace::Op op;
+  op.name = "g";
+  op.kind = trace::OpKind::gemm;
+  op.m = m, op.n = n, op.k = k, op.dtype = d, op.out_dtype = d;
+  return op;
+}
+
+// Bytes stored and loaded over every CTA's whole program.
+struct Traffic {
+  double stores = 0, loads = 0, macs = 0;
+};
+Traffic traffic(const KernelProgram& p) {
+  Traffic t;
+  for (uint64_t c = 0; c < p.num_ctas(); ++c) {
+    StepWork w;
+    auto add = [&](const StepWork& s) {
+      t.stores += static_cast<double>(total_bytes(s.stores));
+      t.loads += static_cast<double>(total_bytes(s.loads) + total_bytes(s.multicast_loads));
+      t.macs += s.tensor_macs;
+    };
+    p.prologue(c, w);
+    add(w);
+    for (uint64_t s = 0; s < p.steps(c); ++s) {
+      w.clear();
+      p.step(c, s, w);
+      add(w);
+    }
+    w.clear();
+    p.epilogue(c, w);
+    add(w);
+  }
+  return t;
+}
+}  // namespace
+
+TEST_CASE("split-K: the same MACs as the unsplit kernel, partials written once and read back once", "[sim][serving]") {
+  const auto on = config::load_config(kH100), off = config::load_config(kH100, {"kernels.gemm.split_k=false"});
+  lower::Lowering lon(on.chip.gpu), loff(off.chip.gpu);
+  const trace::Op op = gemm_op(1, 1280, 8192);  // Llama-2-70B TP=8 QKV at batch 1: 20 tiles on 132 SMs
+  const auto split = std::dynamic_pointer_cast<const lower::GemmProgram>(lon.lower(op).program);
+  const auto whole = std::dynamic_pointer_cast<const lower::GemmProgram>(loff.lower(op).program);
+  REQUIRE(split);
+  REQUIRE(whole);
+  REQUIRE(split->splits > 1);
+  CHECK(whole->splits == 1);
+  CHECK(split->num_ctas() == whole->num_ctas() * static_cast<uint64_t>(split->splits));
+  const Traffic s = traffic(*split), w = traffic(*whole);
+  CHECK(s.macs == Approx(w.macs));
+  // Each tile's partials: (splits - 1) of them, stored once and loaded once by the last split,
+  // as fp32 of the tile's real rows and columns; the bf16 output as the unsplit kernel stores it.
+  const double partials = static_cast<double>(whole->tiles()) * static_cast<double>(split->splits - 1) * 1 * 64 * 4;
+  CHECK(s.stores == Approx(w.stores + partials));
+  CHECK(s.loads == Approx(w.loads + partials));
+}
+
+TEST_CASE("split-K never loses to the unsplit kernel by more than the reduction's cost", "[sim][serving]") {
+  const auto cfg = config::load_config(kH100);
+  lower::Lowering l(cfg.chip.gpu);
+  for (auto shape : {std::array<long, 3>{1, 1280, 8192}, {64, 1280, 8192}, {16, 4096, 4096}, {256, 4096, 11008},
+                     {1, 8192, 1024}, {512, 512, 512}}) {
+    const trace::Op op = gemm_op(shape[0], shape[1], shape[2]);
+    const auto p = std::dynamic_pointer_cast<const lower::GemmProgram>(l.lower(op).program);
+    REQUIRE(p);
+    const double split = op_time(simulate(kH100, gemm_trace(shape[0], shape[1], shape[2])));
+    const double whole = op_time(simulate(kH100, gemm_trace(shape[0], shape[1], shape[2]), {"kernels.gemm.split_k=false"}));
+    INFO(shape[0] << "x" << shape[1] << "x" << shape[2] << ": split " << p->splits << " ways " << split * 1e6
+                  << " us, unsplit " << whole * 1e6 << " us");
+    CHECK(split <= whole + p->reduction_s(cfg.chip.gpu, p->splits));
+  }
+  // Where the tiles leave most SMs idle, splitting pays: the QKV GEMM at batch 1 by at least a third.
+  const double split = op_time(simulate(kH100, gemm_trace(1, 1280, 8192)));
+  const double whole = op_time(simulate(kH100, gemm_trace(1, 1280, 8192), {"kernels.gemm.split_k=false"}));
+  CHECK(split < 0.67 * whole);
+}
+
+TEST_CASE("decode attention: a KV head's query group per CTA, K and V read once, the split combined", "[sim][serving]") {
+  const auto cfg = config::load_config(kH100), padded = config::load_config(kH100, {"kernels.attention.decode=false"});
+  lower::Lowering l(cfg.chip.gpu), lp(padded.chip.gpu);
+  trace::Op op;
+  op.name = "a";
+  op.kind = trace::OpKind::attention;
+  op.dtype = op.out_dtype = Dtype::fp16;
+  op.batch = 2, op.heads = 8, op.kv_heads = 1, op.seq_q = 1, op.seq_kv = 4096, op.head_dim = 128;
+  const auto p = std::dynamic_pointer_cast<const lower::AttentionProgram>(l.lower(op).program);
+  REQUIRE(p);
+  CHECK(p->decode);
+  CHECK(p->splits > 1);  // 2 (sequence, KV head) pairs on 132 SMs: split the KV
+  const Traffic t = traffic(*p);
+  const double kv = 2.0 * 2 * 4096 * 128 * 2, q = 2.0 * 8 * 128 * 2, out = q;
+  const double partial = 2.0 * static_cast<double>(p->splits - 1) * 8 * 129 * 4;  // fp32 O rows and LSE per pair
+  CHECK(t.loads == Approx(kv + q * static_cast<double>(p->splits) + partial));  // each split loads its Q
+  CHECK(t.stores == Approx(out + partial));
+  // 64-row MMA blocks for the 8 rows of the group, against a 128-row tile per query head.
+  const Traffic tp = traffic(*lp.lower(op).program);
+  CHECK(tp.macs == Approx(t.macs * 8 * 2));
+  // And it is faster: at batch 1 a padded kernel runs 8 CTAs (one per head) over the whole KV.
+  const double fast = op_time(simulate(kH100, decode_trace(1, 8, 1, 16384)));
+  const double slow = op_time(simulate(kH100, decode_trace(1, 8, 1, 16384), {"kernels.attention.decode=false"}));
+  CHECK(fast < 0.5 * slow);
+}
+
+TEST_CASE("per-kernel costs: the launch gap, the grid's start and end, and eager launches", "[sim][serving]") {
+  std::string chain = "xpusim_trace: 1\nops:\n";
+  for (int i = 0; i < 8; ++i)
+    chain += "  - {name: e" + std::to_string(i) + ", kind: elementwise, shape: [1], dtype: fp32" +
+             (i ? ", deps: [e" + std::to_string(i - 1) + "]" : std::string()) + "}\n";
+  const std::vector<std::string> none = {"kernels.launch_gap=0 s", "kernels.kernel_start=0 s", "kernels.kernel_end=0 s"};
+  const YAML::Node bare = simulate(kH100, chain, none);
+  std::vector<std::string> costs = {"kernels.launch_gap=0.3 us", "kernels.kernel_start=0.5 us", "kernels.kernel_end=0.25 us"};
+  const YAML::Node paid = simulate(kH100, chain, costs);
+  const double t0 = bare["total"]["time_s"].as<double>(), t1 = paid["total"]["time_s"].as<double>();
+  // Eight kernels pay start and end each, seven gaps between them.
+  CHECK(t1 - t0 == Approx(8 * 0.75e-6 + 7 * 0.3e-6).epsilon(0.02));
+  // A kernel's reported time includes its start and end.
+  CHECK(paid["ops"][3]["time_s"].as<double>() == Approx(bare["ops"][3]["time_s"].as<double>() + 0.75e-6).epsilon(0.02));
+  // Eager: the host issues a kernel every 10 us, far slower than these kernels run.
+  costs.push_back("kernels.launch=eager");
+  costs.push_back("kernels.eager_issue=10 us");
+  const YAML::Node eager = simulate(kH100, chain, costs);
+  for (int i = 1; i < 8; ++i)
+    CHECK(eager["ops"][i]["start_s"].as<double>() - eager["ops"][i - 1]["start_s"].as<double>() == Approx(10e-6).epsilon(1e-3));
+  CHECK(eager["total"]["time_s"].as<double>() > 80e-6);
+}
