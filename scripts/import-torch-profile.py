@@ -9,7 +9,8 @@ mm, addmm, bmm, matmul, linear -> gemm; scaled_dot_product_attention (and its fl
 and cuDNN variants) -> attention; conv2d/convolution -> conv2d; layer_norm, softmax -> row-wise
 ops; mean/sum -> reduction; add, mul, sub, div, gelu, silu, relu, tanh, sigmoid and the like ->
 elementwise. Ops under a mapped op (aten::t under aten::linear, the kernels of a convolution)
-belong to it. Any other op that ran GPU kernels is kept as a `delay` op lasting its kernels'
+belong to it, except copies (aten::clone, as reshape, contiguous and matmul make of strided
+inputs), which are kernels of their own and become elementwise copies before the op. Any other op that ran GPU kernels is kept as a `delay` op lasting its kernels'
 measured time, and listed in a warning with its count; ops with no GPU work (views, reshapes)
 are counted in the summary. Ops run in profile order on stream 0.
 """
@@ -191,15 +192,18 @@ def import_profile(events):
             stack.pop()
         parent[i] = stack[-1] if stack else None
         stack.append(i)
-    # The op each one belongs to: its outermost known ancestor (or itself), else its root.
+    # The op each one belongs to: its outermost known ancestor (or itself), else its root; but a
+    # copy (aten::clone: the contiguous copy a reshape or matmul makes of a strided input) is a
+    # kernel of its own, so the innermost clone in the chain owns what is under it.
     owner = {}
     for i in range(len(ops)):
         chain, j = [], i
         while j is not None:
             chain.append(j)
             j = parent[j]
+        clones = [j for j in chain if ops[j]["name"] == "aten::clone"]
         mapped = [j for j in chain if known(ops[j]["name"])]
-        owner[i] = mapped[-1] if mapped else chain[-1]
+        owner[i] = clones[0] if clones else (mapped[-1] if mapped else chain[-1])
     by_ext = {}
     for i, e in enumerate(ops):
         ext = e["args"].get("External id")

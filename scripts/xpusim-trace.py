@@ -6,10 +6,14 @@ ResNet's inference.
   scripts/xpusim-trace.py configs/models/llama-2-70b.yaml --phase decode --batch 32 \\
       --context 2048 --weights fp8 -o llama70b-decode.yaml
 
-Per layer: norm, QKV projection, attention (fused: one op; unfused: QK^T, softmax, PV as
-batched GEMMs and a row-wise op), output projection, residual add, norm, FFN (SwiGLU or GELU;
-MoE: router, then the active experts as one batched GEMM each way), residual add. After the
-layers: final norm and the LM head for the last token of each sequence. Layers are a
+Per layer: norm, QKV projection, RoPE and the KV-cache append (RoPE models), attention (fused:
+one op; unfused: QK^T, softmax, PV as batched GEMMs and a row-wise op), output projection,
+residual add, norm, FFN (SwiGLU or GELU; MoE: router, then the active experts as one batched
+GEMM each way), residual add. After the layers: final norm and the LM head for the last token of
+each sequence. --fusion serving (default) emits the kernels serving engines run: each residual
+add inside the next norm, RoPE with the KV-cache append in one pass, SwiGLU in one kernel;
+--fusion none emits PyTorch eager's kernels (RMSNorm as eight, RoPE as five per tensor, K and V
+copied into the cache, SiLU and the product apart, residual adds apart). Layers are a
 `repeat` block. Decode reads the KV cache of `--context` tokens in the attention op.
 
 Parallelism (Megatron-style), placed on GPUs for a system config (configs/systems/):
@@ -40,17 +44,18 @@ import sys
 import yaml
 
 CARD_KEYS = {"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated", "vocab", "norm",
-             "experts", "top_k", "encoder", "family"}
+             "experts", "top_k", "encoder", "family", "rope"}
 RESNET_KEYS = {"name", "family", "blocks", "width", "image", "classes"}
 FORMATS = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp8_e5m2", "int8", "int4", "fp4"}
 BLOCK_SCALED = {"mxfp4", "nvfp4"}  # weights only: fp4 elements with a scale per 32 / 16
 
 
 def vocab_shard(c, tp):
-    """Columns of the LM head on one GPU. A vocabulary that TP does not divide is padded to a
-    multiple of 128 x TP, as Megatron-LM pads it (GPT-3's 50257 becomes 50304 at TP=4)."""
-    if c["vocab"] % tp == 0:
-        return c["vocab"] // tp
+    """Columns of the LM head on one GPU. Split over TP GPUs, the vocabulary is padded to a
+    multiple of 128 x TP, as Megatron-LM pads it (GPT-3's 50257 becomes 50304 at TP=4, Llama-2's
+    32000 becomes 32256 at TP=4), so that every shard is a whole number of 128-column tiles."""
+    if tp == 1:
+        return c["vocab"]
     return -(-c["vocab"] // (128 * tp)) * 128
 
 
@@ -104,6 +109,8 @@ def load_card(path):
     card.setdefault("top_k", 1)
     card.setdefault("norm", "layernorm")
     card.setdefault("encoder", False)
+    # Rotary position embeddings: the RMSNorm families (Llama, Mixtral) use them.
+    card.setdefault("rope", card["norm"] == "rmsnorm")
     if card["heads"] % card["kv_heads"]:
         fail(f"{path}: heads ({card['heads']}) must be a multiple of kv_heads ({card['kv_heads']})")
     if not 1 <= card["top_k"] <= card["experts"]:
@@ -142,6 +149,50 @@ def all_reduce(name, nbytes, devices):
     return {"name": name, "kind": "all_reduce", "bytes": int(nbytes), "devices": devices}
 
 
+def norm_ops(c, a, name, T, D, residual):
+    """A norm over [T, D]. Fused (serving engines): one row-wise kernel, which with `residual`
+    also adds the residual stream first and writes the sum back (inputs: 2). Unfused RMSNorm, as
+    PyTorch eager runs Hugging Face's LlamaRMSNorm: x.float(), pow(2), mean, + eps, rsqrt,
+    .to(dtype), x * r and * weight, one kernel each (LayerNorm is one kernel either way)."""
+    act = a.activations
+    if a.fusion != "none" or c["norm"] != "rmsnorm":
+        op = {"name": name, "kind": "layernorm", "shape": [T, D], "dtype": act}
+        if residual:
+            op["name"] = "residual_" + name
+            op["inputs"] = 2
+        return [op]
+    ew = lambda n, shape, dtype, inputs=1: {"name": f"{name}_{n}", "kind": "elementwise", "shape": shape,  # noqa: E731
+                                          "inputs": inputs, "dtype": dtype}
+    return [ew("to_fp32", [T, D], "fp32"), ew("pow", [T, D], "fp32"),
+            {"name": f"{name}_mean", "kind": "reduction", "shape": [T, D], "dtype": "fp32"},
+            ew("add_eps", [T, 1], "fp32"), ew("rsqrt", [T, 1], "fp32"), ew("to_act", [T, 1], act),
+            ew("scale", [T, D], act, 2), ew("weight", [T, D], act, 2)]
+
+
+def rope_ops(c, a, T, H, KV, d):
+    """Rotary embeddings of q and k and the KV-cache append (decode and prefill of RoPE models).
+    Fused (serving engines, e.g. TensorRT-LLM's bias-RoPE-KV-cache kernel): one elementwise pass
+    over the QKV output. Unfused, as Hugging Face's apply_rotary_pos_emb in PyTorch eager: per
+    tensor q*cos, the negated half, the concatenation, *sin and the sum (five kernels), then K
+    and V copied into the cache."""
+    if not c["rope"]:
+        return []
+    act = a.kv
+    if a.fusion != "none":
+        return [{"name": "rope_kv_append", "kind": "elementwise", "shape": [T, (H + 2 * KV) * d], "dtype": act,
+                 "flops_per_element": 3}]
+    ops = []
+    for t, heads in (("q", H), ("k", KV)):
+        full, half = [T, heads * d], [T, heads * d // 2]
+        ops += [{"name": f"rope_{t}_cos", "kind": "elementwise", "shape": full, "inputs": 2, "dtype": act},
+                {"name": f"rope_{t}_neg", "kind": "elementwise", "shape": half, "dtype": act},
+                {"name": f"rope_{t}_cat", "kind": "elementwise", "shape": full, "dtype": act},
+                {"name": f"rope_{t}_sin", "kind": "elementwise", "shape": full, "inputs": 2, "dtype": act},
+                {"name": f"rope_{t}_add", "kind": "elementwise", "shape": full, "inputs": 2, "dtype": act}]
+    ops += [{"name": f"{t}_cache_write", "kind": "elementwise", "shape": [T, KV * d], "dtype": act} for t in ("k", "v")]
+    return ops
+
+
 def layer_ops(c, a, devices=None):
     """The ops of one layer for `tokens` rows (prefill: batch x prompt; decode: batch), on one
     GPU of a tensor-parallel group of a.tp (heads, KV heads and FFN split a.tp ways)."""
@@ -153,8 +204,13 @@ def layer_ops(c, a, devices=None):
     seq_kv = a.context if a.phase == "decode" else a.prompt
     T = B * seq_q
     act, kv = a.activations, a.kv
-    ops = [{"name": "norm1", "kind": "layernorm", "shape": [T, D], "dtype": act},
-           weight_gemm(a, "qkv", T, (H + 2 * KV) * d, D)]
+    unfused = a.fusion == "none"
+    # Serving engines add the residual inside the next norm (fused add-RMSNorm), the last layer's
+    # in the final norm. Layers repeat, so layer 0's first norm adds one too (the embedding's
+    # row read twice: a negligible over-count).
+    ops = norm_ops(c, a, "norm1", T, D, residual=not unfused)
+    ops.append(weight_gemm(a, "qkv", T, (H + 2 * KV) * d, D))
+    ops += rope_ops(c, a, T, H, KV, d)
     causal = not c["encoder"]
     if a.attention == "fused":
         att = {"name": "attention", "kind": "attention", "batch": B, "heads": H, "seq_q": seq_q, "head_dim": d,
@@ -174,26 +230,35 @@ def layer_ops(c, a, devices=None):
     ops.append(weight_gemm(a, "o_proj", T, D, H * d))
     if tp > 1:
         ops.append(all_reduce("o_proj_allreduce", T * D * act_bytes(act), devices))
-    ops += [{"name": "residual1", "kind": "elementwise", "shape": [T, D], "inputs": 2, "dtype": act},
-            {"name": "norm2", "kind": "layernorm", "shape": [T, D], "dtype": act}]
+    if unfused:
+        ops.append({"name": "residual1", "kind": "elementwise", "shape": [T, D], "inputs": 2, "dtype": act})
+    ops += norm_ops(c, a, "norm2", T, D, residual=not unfused)
     F = c["ffn"] // tp
     up_n = F * (2 if c["gated"] else 1)
     act_op = {"name": "activation", "kind": "elementwise", "shape": [T, F], "dtype": act,
               "inputs": 2 if c["gated"] else 1, "flops_per_element": 6 if c["gated"] else 8}
+    if c["gated"] and unfused:
+        # SiLU, then the product with the up half: two kernels (the halves are views of one output).
+        act_op = [{"name": "silu", "kind": "elementwise", "shape": [T, F], "dtype": act, "flops_per_element": 5},
+                  {"name": "gate_mul", "kind": "elementwise", "shape": [T, F], "inputs": 2, "dtype": act}]
+    else:
+        act_op = [act_op]
     if c["experts"] == 1:
-        ops += [weight_gemm(a, "ffn_up", T, up_n, D), act_op, weight_gemm(a, "ffn_down", T, D, F)]
+        ops += [weight_gemm(a, "ffn_up", T, up_n, D), *act_op, weight_gemm(a, "ffn_down", T, D, F)]
     else:
         # Routing balanced over the experts that receive tokens (a decode batch may touch few).
         E, k = c["experts"], c["top_k"]
         active = min(E, T * k)
         per = math.ceil(T * k / active)
-        act_op["shape"] = [active * per, F]
+        for o in act_op:
+            o["shape"] = [active * per, F]
         ops += [gemm("router", T, E, D, act),
-                weight_gemm(a, "expert_up", per, up_n, D, batch=active), act_op,
+                weight_gemm(a, "expert_up", per, up_n, D, batch=active), *act_op,
                 weight_gemm(a, "expert_down", per, D, F, batch=active)]
     if tp > 1:
         ops.append(all_reduce("ffn_allreduce", T * D * act_bytes(act), devices))
-    ops.append({"name": "residual2", "kind": "elementwise", "shape": [T, D], "inputs": 2, "dtype": act})
+    if unfused:
+        ops.append({"name": "residual2", "kind": "elementwise", "shape": [T, D], "inputs": 2, "dtype": act})
     if devices is not None:
         for op in ops:
             op["devices"] = devices
@@ -348,8 +413,8 @@ def build(c, a):
         group = list(range(a.tp)) if gpus > 1 else None
         ops = [{"repeat": layers, "name": "layer", "ops": layer_ops(c, a, dev(group) if group else None)}]
         if not c["encoder"]:
-            ops += [{"name": "final_norm", "kind": "layernorm", "shape": [T, c["hidden"]], "dtype": a.activations},
-                    weight_gemm(a, "lm_head", a.batch, vocab_shard(c, a.tp), c["hidden"], sparse=False)]
+            ops += norm_ops(c, a, "final_norm", T, c["hidden"], residual=a.fusion != "none")
+            ops.append(weight_gemm(a, "lm_head", a.batch, vocab_shard(c, a.tp), c["hidden"], sparse=False))
             if group:
                 for op in ops[1:]:
                     op["devices"] = dev(group)
@@ -375,12 +440,12 @@ def build(c, a):
                     ops.append({"name": f"mb{m}.send{st}" + (f".t{t}" if a.tp > 1 else ""), "kind": "send_recv",
                                 "bytes": int(Tm * c["hidden"] * act_bytes(a.activations)),
                                 "devices": [st * a.tp + t, (st + 1) * a.tp + t], "stream": 1,
-                                "deps": [f"mb{m}.stage{st}[{sizes[st] - 1}].residual2"]})
+                                "deps": [f"mb{m}.stage{st}[{sizes[st] - 1}].{body[-1]['name']}"]})
         if not c["encoder"]:
             last = dev(range((a.pp - 1) * a.tp, a.pp * a.tp))
-            ops += [{"name": f"mb{m}.final_norm", "kind": "layernorm", "shape": [Tm, c["hidden"]],
-                     "dtype": a.activations, "devices": last},
-                    dict(weight_gemm(a, f"mb{m}.lm_head", mb.batch, vocab_shard(c, a.tp), c["hidden"], sparse=False), devices=last)]
+            for op in norm_ops(c, a, f"mb{m}.final_norm", Tm, c["hidden"], residual=a.fusion != "none"):
+                ops.append(dict(op, devices=last))
+            ops.append(dict(weight_gemm(a, f"mb{m}.lm_head", mb.batch, vocab_shard(c, a.tp), c["hidden"], sparse=False), devices=last))
     return {"xpusim_trace": 1, "name": name,
             "description": desc + f", {M} microbatch{'es' if M > 1 else ''}. Generated by scripts/xpusim-trace.py.",
             "tokens": tokens, "ops": ops}
@@ -401,6 +466,10 @@ def main():
     ap.add_argument("--activations", default="bf16", help="format of norms, activations, residuals (default bf16)")
     ap.add_argument("--kv", default=None, help="attention / KV-cache format (default: --activations)")
     ap.add_argument("--attention", choices=["fused", "unfused"], default="fused")
+    ap.add_argument("--fusion", choices=["serving", "none"], default="serving",
+                    help="serving (default): the fused kernels serving engines run (residual add inside the next "
+                         "norm, RoPE with the KV-cache append, SwiGLU in one kernel); none: PyTorch eager's kernels "
+                         "(RMSNorm as eight, RoPE as five per tensor, SiLU and the product apart)")
     ap.add_argument("--sparsity", choices=["2:4"], default=None, help="2:4 sparse weights")
     ap.add_argument("--layers", type=int, default=0, help="generate only the first N layers (default all)")
     ap.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (default 1)")

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """One decode step of a Llama-2-7B-shaped model (random fp16 weights: 32 layers, hidden 4096,
-32 heads, SwiGLU 11008, vocabulary 32000) with a KV cache of `context` tokens, timed from a
-CUDA graph: the per-token latency the GPU itself allows, for comparison with
-`scripts/xpusim-trace.py configs/models/llama-2-7b.yaml --phase decode`.
-Usage: python3 decode_step.py OUT.csv [batch ...]"""
+32 heads, SwiGLU 11008, vocabulary 32000) with a KV cache of `context` tokens, written as
+PyTorch eager code (RMSNorm as Hugging Face's LlamaRMSNorm computes it, SDPA attention), timed
+from a CUDA graph: the per-token latency the GPU itself allows, for comparison with
+`scripts/xpusim-trace.py configs/models/llama-2-7b.yaml --phase decode --fusion none`.
+--rope applies rotary embeddings to q and k as Hugging Face's apply_rotary_pos_emb does;
+--eager also times the step launched op by op from Python.
+Usage: python3 decode_step.py OUT.csv [--rope] [--eager] [batch ...]"""
 import csv
 import sys
 
@@ -20,7 +23,12 @@ def rms(x, w):
     return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(x.dtype) * w
 
 
-def main(out, batches, context=2048):
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def main(out, batches, context=2048, rope=False, eager=False):
     torch.manual_seed(0)
     W = [dict(qkv=torch.randn(3 * D, D, device=dev, dtype=dt) * 0.01, o=torch.randn(D, D, device=dev, dtype=dt) * 0.01,
               gu=torch.randn(2 * FF, D, device=dev, dtype=dt) * 0.01, dn=torch.randn(D, FF, device=dev, dtype=dt) * 0.01,
@@ -31,12 +39,16 @@ def main(out, batches, context=2048):
         kc = [torch.randn(B, H, context, DH, device=dev, dtype=dt) for _ in range(L)]
         vc = [torch.randn(B, H, context, DH, device=dev, dtype=dt) for _ in range(L)]
         x0 = torch.randn(B, 1, D, device=dev, dtype=dt)
+        cos = torch.randn(1, 1, 1, DH, device=dev, dtype=dt)  # this position's rotary angles
+        sin = torch.randn(1, 1, 1, DH, device=dev, dtype=dt)
 
         def step():
             x = x0
             for l in range(L):
                 w = W[l]
                 q, k, v = F.linear(rms(x, w["n1"]), w["qkv"]).view(B, 1, 3, H, DH).permute(2, 0, 3, 1, 4)
+                if rope:
+                    q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
                 kc[l][:, :, -1:] = k  # write the new token's K and V into the cache
                 vc[l][:, :, -1:] = v
                 a = F.scaled_dot_product_attention(q, kc[l], vc[l]).transpose(1, 2).reshape(B, 1, D)
@@ -60,9 +72,26 @@ def main(out, batches, context=2048):
                 times.append(a.elapsed_time(b) / 1e3)
         weights = sum(t.numel() for w in W for t in w.values()) * 2 + head.numel() * 2
         kv = 2 * L * B * H * context * DH * 2
-        rows.append({"model": "llama-2-7b shape, fp16", "batch": B, "context": context, "best_s": min(times),
+        model = "llama-2-7b shape, fp16" + (", rope" if rope else "")
+        rows.append({"model": model, "launch": "cuda graph", "batch": B, "context": context, "best_s": min(times),
                      "median_s": sorted(times)[len(times) // 2], "weight_bytes": weights, "kv_bytes": kv})
         print(rows[-1], flush=True)
+        if eager:
+            with torch.no_grad():
+                for _ in range(3):
+                    step()
+                torch.cuda.synchronize()
+                times = []
+                for _ in range(20):
+                    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    a.record()
+                    step()
+                    b.record()
+                    b.synchronize()
+                    times.append(a.elapsed_time(b) / 1e3)
+            rows.append({"model": model, "launch": "eager", "batch": B, "context": context, "best_s": min(times),
+                         "median_s": sorted(times)[len(times) // 2], "weight_bytes": weights, "kv_bytes": kv})
+            print(rows[-1], flush=True)
         del kc, vc
         torch.cuda.empty_cache()
     with open(out, "w", newline="") as f:
@@ -72,4 +101,6 @@ def main(out, batches, context=2048):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], [int(b) for b in sys.argv[2:]] or [1, 32])
+    flags = [x for x in sys.argv[2:] if x.startswith("--")]
+    sizes = [int(x) for x in sys.argv[2:] if not x.startswith("--")]
+    main(sys.argv[1], sizes or [1, 32], rope="--rope" in flags, eager="--eager" in flags)

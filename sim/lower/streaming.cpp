@@ -30,6 +30,7 @@ class StreamingProgram : public KernelProgram {
   double fp32_per_elem = 0, sfu_per_elem = 0;
   std::vector<uint64_t> in_base;
   uint64_t out_base = 0;
+  uint64_t sum_base = 0;  // a layernorm of several inputs also writes their sum here (0: none)
 
   int64_t units() const { return static_cast<int64_t>(div_up(static_cast<uint64_t>(total), static_cast<uint64_t>(unit))); }
   int64_t steps_per_unit() const { return static_cast<int64_t>(div_up(static_cast<uint64_t>(unit), static_cast<uint64_t>(step_elems))); }
@@ -52,6 +53,7 @@ class StreamingProgram : public KernelProgram {
       w.cached_loads.push_back({in_base[static_cast<size_t>(i)] + bytes_of(static_cast<uint64_t>(lo), in_bits), 1, bytes_of(n, in_bits), 0});
     if (!reduce) {
       w.stores.push_back({out_base + bytes_of(static_cast<uint64_t>(lo), out_bits), 1, bytes_of(n, out_bits), 0});
+      if (sum_base) w.stores.push_back({sum_base + bytes_of(static_cast<uint64_t>(lo), out_bits), 1, bytes_of(n, out_bits), 0});
     } else if (hi == unit_end) {
       const int64_t first_row = u * unit / row, rows = (unit_end - u * unit + row - 1) / row;
       w.stores.push_back({out_base + bytes_of(static_cast<uint64_t>(first_row), out_bits), 1,
@@ -89,6 +91,10 @@ LoweredOp Lowering::streaming(const Op& op) {
   } else {
     const trace::RowwiseCost c = trace::rowwise_cost(op.kind);
     p->fp32_per_elem = c.fp32;
+    if (op.kind == OpKind::layernorm) {
+      p->inputs = op.inputs;  // a fused residual add: the inputs' sum, normalised
+      p->fp32_per_elem += op.inputs - 1;
+    }
     p->sfu_per_elem = c.sfu;
     p->row = op.cols();
     p->reduce = op.kind == OpKind::reduction;
@@ -103,6 +109,7 @@ LoweredOp Lowering::streaming(const Op& op) {
   p->grid = std::min<uint64_t>(static_cast<uint64_t>(p->units()), static_cast<uint64_t>(gpu_.sm.count) * static_cast<uint64_t>(cps));
   for (int i = 0; i < p->inputs; ++i) p->in_base.push_back(alloc(static_cast<double>(p->total) * p->in_bits / 8.0));
   p->out_base = alloc(static_cast<double>(p->reduce ? op.rows() : p->total) * p->out_bits / 8.0);
+  if (op.kind == OpKind::layernorm && p->inputs > 1) p->sum_base = alloc(static_cast<double>(p->total) * p->out_bits / 8.0);
   std::ostringstream os;
   os << "grid-stride, " << p->step_elems << " elements per CTA step, " << p->stages << " loads in flight";
   p->description = os.str();

@@ -66,7 +66,9 @@ double Op::flops() const {
     case OpKind::softmax:
     case OpKind::layernorm: {
       const RowwiseCost c = rowwise_cost(kind);
-      return (c.fp32 + c.sfu) * static_cast<double>(elements());
+      // A layernorm of several inputs first adds them (a fused residual add).
+      const double adds = kind == OpKind::layernorm ? static_cast<double>(inputs - 1) : 0;
+      return (c.fp32 + c.sfu + adds) * static_cast<double>(elements());
     }
     case OpKind::attention:
       return 4.0 * b * static_cast<double>(heads) * attention_pairs() * static_cast<double>(head_dim);
@@ -102,8 +104,9 @@ double Op::min_bytes() const {
     }
     case OpKind::elementwise: return static_cast<double>(elements()) * (inputs * ei + eo);
     case OpKind::reduction: return static_cast<double>(elements()) * ei + static_cast<double>(rows()) * eo;
-    case OpKind::softmax:
-    case OpKind::layernorm: return static_cast<double>(elements()) * (ei + eo);
+    case OpKind::softmax: return static_cast<double>(elements()) * (ei + eo);
+    // Several inputs: their sum is written back beside the normalised output (fused residual add).
+    case OpKind::layernorm: return static_cast<double>(elements()) * (inputs * ei + (inputs > 1 ? 2 : 1) * eo);
     case OpKind::attention:
       return b * static_cast<double>(head_dim) *
              (static_cast<double>(seq_q * heads) * (ei + eo) + 2.0 * static_cast<double>(seq_kv * kv_heads) * ei);

@@ -166,8 +166,12 @@ class TraceGen(unittest.TestCase):
         rc, out, err = generate(m, *base, "--tp", "8")
         self.assertEqual(rc, 0, err)
         t1, t8 = yaml.safe_load(one), yaml.safe_load(out)
-        # Each GPU does an eighth of the GEMM work (the KV projection: 8 KV heads over 8 GPUs).
-        self.assertEqual(8 * gemm_flops(t8), gemm_flops(t1))
+        # Each GPU does an eighth of the layers' GEMM work (the KV projection: 8 KV heads over 8
+        # GPUs); the LM head an eighth of the vocabulary padded to a multiple of 128 x 8.
+        head = lambda t: [o for o in t["ops"] if o.get("name") == "lm_head"][0]  # noqa: E731
+        h1, h8 = head(t1), head(t8)
+        self.assertEqual(h8["n"], -(-card("llama-3-70b")["vocab"] // 1024) * 128)
+        self.assertEqual(8 * (gemm_flops(t8) - 2 * h8["m"] * h8["n"] * h8["k"]), gemm_flops(t1) - 2 * h1["m"] * h1["n"] * h1["k"])
         layer = t8["ops"][0]["ops"]
         ars = [o for o in layer if o["kind"] == "all_reduce"]
         # Two per layer (after the row-parallel projections), of the bf16 activations, over the group.
@@ -213,6 +217,48 @@ class TraceGen(unittest.TestCase):
             rc, _, err = generate(m, "--phase", "decode", "--batch", "8", *bad)
             self.assertNotEqual(rc, 0)
             self.assertIn(msg, err)
+
+    def test_fusion_modes_run_the_same_gemms_in_fewer_kernels(self):
+        m = os.path.join(ROOT, "configs/models/llama-2-7b.yaml")
+        _, fused, _ = generate(m, "--phase", "decode", "--batch", "4")
+        _, unfused, _ = generate(m, "--phase", "decode", "--batch", "4", "--fusion", "none")
+        f, u = yaml.safe_load(fused), yaml.safe_load(unfused)
+        self.assertEqual(gemm_flops(f), gemm_flops(u))
+        fl, ul = f["ops"][0]["ops"], u["ops"][0]["ops"]
+        kinds = lambda ops: [o["kind"] for o in ops if o["kind"] != "gemm"]  # noqa: E731
+        # Fused: add+norm twice (inputs 2), RoPE with the KV append, attention, SwiGLU.
+        self.assertEqual(kinds(fl), ["layernorm", "elementwise", "attention", "layernorm", "elementwise"])
+        self.assertTrue(all(o.get("inputs") == 2 for o in fl if o["kind"] == "layernorm"))
+        # Unfused: RMSNorm as eight kernels twice, RoPE five per tensor, two cache copies, the
+        # residual adds and SiLU apart: 37 kernels a layer against 9.
+        self.assertEqual(sum(o["name"].startswith("norm1_") for o in ul), 8)
+        self.assertEqual(sum(o["name"].startswith("rope_") for o in ul), 10)
+        self.assertEqual(len(ul), 37)
+        self.assertEqual(len(fl), 9)
+        # A card without RoPE (GPT-3) gets no RoPE op; LayerNorm stays one kernel unfused.
+        _, g, _ = generate(os.path.join(ROOT, "configs/models/gpt-3-175b.yaml"), "--phase", "decode", "--fusion", "none")
+        gl = yaml.safe_load(g)["ops"][0]["ops"]
+        self.assertFalse(any("rope" in o["name"] for o in gl))
+        self.assertEqual(sum(o["kind"] == "layernorm" for o in gl), 2)
+
+    def test_every_model_card_shards_at_tp_2_4_8(self):
+        # The LM head's vocabulary is padded to a multiple of 128 x TP (Megatron), so every card
+        # shards; the shards add up to the padded vocabulary.
+        for path in sorted(os.listdir(os.path.join(ROOT, "configs", "models"))):
+            c = card(path[:-5])
+            if c.get("family") == "resnet":
+                continue
+            phase = "prefill" if c.get("encoder") else "decode"
+            for tp in (2, 4, 8):
+                rc, out, err = generate(os.path.join(ROOT, "configs", "models", path), "--phase", phase,
+                                        "--layers", "1", "--prompt", "128", "--tp", str(tp))
+                self.assertEqual(rc, 0, f"{path} --tp {tp}: {err}")
+                if c.get("encoder"):
+                    continue
+                head = [o for o in yaml.safe_load(out)["ops"] if o.get("name") == "lm_head"][0]
+                self.assertEqual(head["n"] * tp % (128 * tp), 0, f"{path} --tp {tp}")
+                self.assertGreaterEqual(head["n"] * tp, c["vocab"])
+                self.assertLess(head["n"] * tp, c["vocab"] + 128 * tp)
 
     def test_bad_input_is_refused(self):
         m = os.path.join(ROOT, "configs/models/llama-2-7b.yaml")
