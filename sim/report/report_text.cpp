@@ -1,0 +1,122 @@
+// The terminal table, its total line, and summary.md.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "sim/config/units.h"
+#include "sim/report/report_detail.h"
+
+namespace xpusim::report {
+using namespace detail;
+
+namespace {
+
+std::vector<std::vector<std::string>> rows(const Report& rep, size_t max_ops) {
+  std::vector<const OpReport*> order;
+  for (const auto& o : rep.ops) order.push_back(&o);
+  if (order.size() > max_ops) {
+    std::stable_sort(order.begin(), order.end(), [](const OpReport* a, const OpReport* b) { return a->m.time_s > b->m.time_s; });
+    order.resize(max_ops);
+  }
+  std::vector<std::vector<std::string>> out;
+  if (rep.accelerator)
+    out.push_back({"op", "kind", "dtype", "shape", "time", "TOPS", "of peak", "MAC util", "SFU util", "DRAM", "bound"});
+  else
+    out.push_back({"op", "kind", "dtype", "shape", "time", "TFLOP/s", "of peak", "TC util", "HBM", "L2 hit", "bound"});
+  for (const OpReport* o : order) {
+    const Metrics& m = o->m;
+    if (m.collective) {
+      // A collective has no FLOPs: its bus bandwidth takes the throughput column, its busiest
+      // link's use the utilisation column.
+      out.push_back({o->name, o->kind, m.algorithm, o->shape, units::format(m.time_s, units::Dim::Time),
+                     "bus " + units::format(m.busbw, units::Dim::Bandwidth), "-",
+                     "link " + pct(std::max(m.nvlink_util, m.nic_util)), "-", "-", m.bound});
+      continue;
+    }
+    if (rep.accelerator)
+      out.push_back({o->name, o->kind, o->dtype, o->shape, units::format(m.time_s, units::Dim::Time), fmt("%.3g", m.tflops),
+                     pct(m.fraction_of_peak), pct(m.tensor_util), pct(m.simt_util),
+                     units::format(m.hbm_bandwidth, units::Dim::Bandwidth), m.bound});
+    else
+      out.push_back({o->name, o->kind, o->weight_dtype.empty() ? o->dtype : o->dtype + "/w" + o->weight_dtype, o->shape,
+                     units::format(m.time_s, units::Dim::Time), fmt("%.1f", m.tflops),
+                     pct(m.fraction_of_peak), pct(m.tensor_util), units::format(m.hbm_bandwidth, units::Dim::Bandwidth),
+                     pct(m.l2_hit_rate), m.bound});
+  }
+  return out;
+}
+
+std::string total_line(const Report& rep) {
+  const Metrics& m = rep.total;
+  std::ostringstream os;
+  os << "total: " << units::format(m.time_s, units::Dim::Time) << " (" << fmt("%.0f", m.cycles) << " cycles), ";
+  if (rep.accelerator)
+    os << fmt("%.3g", m.tflops) << " TOPS, MAC array " << pct(m.tensor_util) << " busy, DRAM "
+       << units::format(m.hbm_bandwidth, units::Dim::Bandwidth) << " (" << pct(m.hbm_bandwidth_util) << " of "
+       << units::format(rep.hbm_peak, units::Dim::Bandwidth) << ")";
+  else
+    os << fmt("%.1f", m.tflops) << " TFLOP/s, tensor cores " << pct(m.tensor_util) << " busy, HBM "
+       << units::format(m.hbm_bandwidth, units::Dim::Bandwidth) << " (" << pct(m.hbm_bandwidth_util) << " of "
+       << units::format(rep.hbm_peak, units::Dim::Bandwidth) << " peak), L2 hit rate " << pct(m.l2_hit_rate);
+  os << ", bound: " << m.bound;
+  if (m.has_power)
+    os << "; SM clock " << fmt("%.0f", m.clock_hz / 1e6) << " MHz on average (" << pct(m.throttled_share)
+       << " of the time held below boost by the " << fmt("%.0f", rep.power.limit_w) << " W limit)";
+  if (m.has_energy) {
+    os << "; energy " << fmt("%.4g", m.energy_j) << " J (" << fmt(m.power_w >= 10 ? "%.0f" : "%.3g", m.power_w) << " W average, "
+       << fmt("%.2f", m.energy_j > 0 ? m.ops / m.energy_j / 1e12 : 0) << " TOPS/W";
+    const double on_chip = m.energy_j - m.class_j[static_cast<int>(energy::Class::offchip_memory)];
+    if (rep.accelerator && on_chip > 0) os << ", " << fmt("%.1f", m.ops / on_chip / 1e12) << " on chip";
+    os << ")";
+  }
+  return os.str();
+}
+
+}  // namespace
+
+std::string terminal_table(const Report& rep, size_t max_ops) {
+  const auto r = rows(rep, max_ops);
+  std::vector<size_t> width(r[0].size(), 0);
+  for (const auto& row : r)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::ostringstream os;
+  os << rep.config_name << " running " << rep.trace_name << " (" << rep.ops.size() << " ops)\n";
+  if (!rep.system_note.empty()) os << rep.system_note << "\n";
+  if (!rep.accelerator) os << "Fidelity: " << rep.fidelity.note << "\n";
+  for (const auto& row : r) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      os << row[i];
+      if (i + 1 < row.size()) os << std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    os << '\n';
+  }
+  if (rep.ops.size() > max_ops) os << "(" << max_ops << " longest of " << rep.ops.size() << " ops shown)\n";
+  os << total_line(rep) << '\n';
+  return os.str();
+}
+
+std::string to_markdown(const Report& rep, double wall_s) {
+  std::ostringstream os;
+  os << "# xpusim report: " << rep.config_name << " running " << rep.trace_name << "\n\n";
+  os << "Config `" << rep.config_file << "`, trace `" << rep.trace_file << "`, xpusim " << rep.version << ".\n\n";
+  if (!rep.system_note.empty()) os << "System: " << rep.system_note << ".\n\n";
+  if (!rep.accelerator) os << "Fidelity: " << rep.fidelity.note << ".\n\n";
+  os << total_line(rep) << ".\n\n";
+  const auto r = rows(rep, 200);
+  for (size_t i = 0; i < r.size(); ++i) {
+    os << "|";
+    for (const auto& c : r[i]) os << ' ' << c << " |";
+    os << '\n';
+    if (i == 0) {
+      os << "|";
+      for (size_t j = 0; j < r[i].size(); ++j) os << "---|";
+      os << '\n';
+    }
+  }
+  os << "\nLowering:\n\n";
+  for (const auto& o : rep.ops) os << "- `" << o.name << "`: " << o.lowering << "\n";
+  os << "\nSimulated in " << fmt("%.2f", wall_s) << " s of wall time.\n";
+  return os.str();
+}
+
+}  // namespace xpusim::report
