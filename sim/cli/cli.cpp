@@ -355,9 +355,19 @@ int cmd_check(const std::string& cmd, const std::vector<std::string>& args, std:
   }
   if (vm.count("trace")) {
     const trace::Trace tr = trace::load_trace(vm["trace"].as<std::string>());
-    double flops = 0;
-    for (const auto& op : tr.ops) flops += op.flops();
-    out << tr.file << ": ok (" << tr.ops.size() << " ops, " << flops / 1e12 << " TFLOP)\n";
+    // An op's FLOPs are one GPU's shard; on several GPUs the system does that on each.
+    const int system_gpus = cfg && cfg->chip.kind == "gpu" ? std::max(1, cfg->chip.gpu.system.gpus()) : 0;
+    double flops = 0, system_flops = 0;
+    bool multi = false;
+    for (const auto& op : tr.ops) {
+      const double n = op.all_devices ? std::max(1, system_gpus) : static_cast<double>(std::max<size_t>(1, op.devices.size()));
+      multi = multi || n > 1;
+      flops += op.flops();
+      system_flops += op.flops() * n;
+    }
+    out << tr.file << ": ok (" << tr.ops.size() << " ops, " << flops / 1e12 << " TFLOP";
+    if (multi) out << " per GPU summed over the ops, " << system_flops / 1e12 << " TFLOP on all their GPUs";
+    out << ")\n";
     if (cfg) {
       engine::lower_all(*cfg, tr);
       out << "every op lowers onto " << cfg->chip.name << "\n";

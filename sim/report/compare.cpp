@@ -16,6 +16,7 @@ namespace {
 struct Run {
   std::string label, chip, trace, bound;
   double time = 0, tflops = 0, energy = 0, topsw = 0, tokens = 0;
+  int gpus = 1;
   bool has_energy = false;
 };
 
@@ -59,15 +60,19 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
     x.energy = get(r, {"total", "energy", "total_j"}, &x.has_energy);
     x.topsw = get(r, {"total", "energy", "tops_per_w"});
     x.tokens = get(r, {"trace", "tokens"});
+    bool multi = false;
+    const double g = get(r, {"system", "gpus"}, &multi);
+    if (multi && g >= 1) x.gpus = static_cast<int>(g);
     runs.push_back(x);
   }
   const Run& base = runs.front();
   std::vector<std::vector<std::string>> rows;
-  const std::vector<std::string> head = {"run", "chip", "trace", "time", "vs first", "TFLOP/s", "tokens/s", "energy", "vs first",
-                                         "TOPS/W", "bound"};
+  // TFLOP/s and energy are each run's whole system's; per GPU divides by its GPUs.
+  const std::vector<std::string> head = {"run", "chip", "trace", "GPUs", "time", "vs first", "TFLOP/s", "TFLOP/s per GPU",
+                                         "tokens/s", "energy", "vs first", "TOPS/W", "bound"};
   for (const Run& x : runs)
-    rows.push_back({x.label, x.chip, x.trace, units::format(x.time, units::Dim::Time),
-                    fmt("%.2fx", base.time > 0 ? x.time / base.time : 0), fmt("%.1f", x.tflops),
+    rows.push_back({x.label, x.chip, x.trace, std::to_string(x.gpus), units::format(x.time, units::Dim::Time),
+                    fmt("%.2fx", base.time > 0 ? x.time / base.time : 0), fmt("%.1f", x.tflops), fmt("%.1f", x.tflops / x.gpus),
                     x.tokens > 0 ? fmt("%.1f", x.tokens / x.time) : "-", x.has_energy ? fmt("%.4g J", x.energy) : "-",
                     x.has_energy && base.has_energy && base.energy > 0 ? fmt("%.2fx", x.energy / base.energy) : "-",
                     x.has_energy ? fmt("%.2f", x.topsw) : "-", x.bound});
@@ -91,9 +96,10 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
   md << "\n";
   for (const auto& r : rows) line(r);
   t << "ratios are to the first run (" << base.label << "): time below 1.00x is faster, energy below 1.00x is less\n";
-  csv << "run,chip,trace,time_s,time_ratio,tflops,tokens_per_s,energy_j,energy_ratio,tops_per_w,bound\n";
+  csv << "run,chip,trace,gpus,time_s,time_ratio,tflops,tflops_per_gpu,tokens_per_s,energy_j,energy_ratio,tops_per_w,bound\n";
   for (const Run& x : runs)
-    csv << x.label << "," << x.chip << "," << x.trace << "," << x.time << "," << (base.time > 0 ? x.time / base.time : 0) << "," << x.tflops
+    csv << x.label << "," << x.chip << "," << x.trace << "," << x.gpus << "," << x.time << ","
+        << (base.time > 0 ? x.time / base.time : 0) << "," << x.tflops << "," << x.tflops / x.gpus
         << "," << (x.tokens > 0 ? x.tokens / x.time : 0) << "," << (x.has_energy ? x.energy : 0) << ","
         << (x.has_energy && base.energy > 0 ? x.energy / base.energy : 0) << "," << x.topsw << ",\"" << x.bound << "\"\n";
   c.text = t.str();

@@ -267,9 +267,19 @@ std::string run_html(const Report& rep) {
   std::ostringstream b;
   b << "<h1>" << esc(rep.trace_name) << " on " << esc(rep.config_name) << "</h1>\n";
   const Metrics& t = rep.total;
-  b << "<p>" << units::format(t.time_s, units::Dim::Time) << ", " << num(t.tflops) << " TFLOP/s, bound: " << esc(t.bound);
+  if (rep.gpus > 1)
+    b << "<p><b>" << rep.gpus << " GPUs</b>: " << esc(rep.system_note) << ". The totals below are the whole system's; "
+      << "the charts and each op's figures are per GPU (one of the GPUs the op ran on).</p>\n";
+  b << "<p>" << (rep.gpus > 1 ? "Whole system: " : "") << units::format(t.time_s, units::Dim::Time) << ", " << num(t.tflops)
+    << " TFLOP/s, bound: " << esc(t.bound);
   if (t.has_energy) b << "; " << num(t.energy_j) << " J, " << num(t.power_w) << " W average";
-  b << ". <span class=\"muted\">xpusim " << esc(rep.version) << "; " << rep.ops.size() << " ops.</span></p>\n<div class=\"charts\">\n";
+  if (rep.gpus > 1) {
+    const Scope& g = rep.per_gpu;
+    b << ". Per GPU: " << num(g.tflops) << " TFLOP/s, HBM " << units::format(g.hbm_bandwidth, units::Dim::Bandwidth);
+    if (g.has_energy) b << ", " << num(g.energy_j) << " J, " << num(g.power_w) << " W average";
+  }
+  b << ". <span class=\"muted\">xpusim " << esc(rep.version) << "; " << rep.ops.size() << " ops"
+    << (rep.gpus > 1 ? "; " + std::to_string(rep.gpus) + " GPUs" : std::string()) << ".</span></p>\n<div class=\"charts\">\n";
 
   // Roofline: every op with FLOPs and HBM traffic at (FLOP per HBM byte, achieved TFLOP/s).
   XY roof;

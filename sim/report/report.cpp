@@ -148,6 +148,46 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
 
 }  // namespace
 
+namespace {
+
+// The other side of each figure on a system of several GPUs: each op's figures over all its GPUs
+// (its per-GPU figures times them; the HBM bytes summed over them as simulated) and the total's
+// share of one GPU.
+void set_scopes(Report& rep, const config::GpuConfig& g, const engine::SimResult& r) {
+  const double hbm_peak = g.hbm.peak_bandwidth();
+  for (size_t i = 0; i < rep.ops.size(); ++i) {
+    OpReport& o = rep.ops[i];
+    const Metrics& m = o.m;
+    Scope& sys = o.system;
+    sys.gpus = std::max<int>(1, static_cast<int>(o.devices.size()));
+    const double n = sys.gpus;
+    sys.flops = m.flops * n;
+    sys.tflops = m.tflops * n;
+    sys.hbm_bytes = r.ops[i].collective ? 0 : r.ops[i].all_devices.hbm_read_bytes + r.ops[i].all_devices.hbm_write_bytes;
+    sys.hbm_bandwidth = m.time_s > 0 ? sys.hbm_bytes / m.time_s : 0;
+    sys.hbm_peak = hbm_peak * n;
+    sys.nvlink_bytes = m.nvlink_bytes * n;
+    sys.has_energy = m.has_energy;
+    sys.energy_j = m.energy_j * n;
+    sys.power_w = m.power_w * n;
+  }
+  const Metrics& t = rep.total;
+  Scope& one = rep.per_gpu;
+  one.gpus = 1;
+  const double n = std::max(1, rep.gpus);
+  one.flops = t.flops / n;
+  one.tflops = t.tflops / n;
+  one.hbm_bytes = (t.hbm_read_bytes + t.hbm_write_bytes) / n;
+  one.hbm_bandwidth = t.hbm_bandwidth / n;
+  one.hbm_peak = hbm_peak;
+  one.nvlink_bytes = t.nvlink_bytes / n;
+  one.has_energy = t.has_energy;
+  one.energy_j = t.energy_j / n;
+  one.power_w = t.power_w / n;
+}
+
+}  // namespace
+
 Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r) {
   if (cfg.chip.kind == "accelerator") return build_accelerator(cfg, t, r);
   const config::GpuConfig& g = cfg.chip.gpu;
@@ -212,8 +252,9 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
         m.link_payload_bw = std::min(m.link_payload_bw, topo.nvlink_rate(d));
       }
       if (cross) m.link_payload_bw = std::min(m.link_payload_bw, topo.nic_rate() * c.channels);
-      m.nvlink_bytes = c.traffic.nvlink_bytes;
-      m.nic_bytes = c.traffic.nic_bytes;
+      // Per GPU, as a compute op's figures are: each participant's share of the traffic.
+      m.nvlink_bytes = c.traffic.nvlink_bytes / n;
+      m.nic_bytes = c.traffic.nic_bytes / n;
       m.transfers = c.transfers;
       m.steps = c.steps;
       m.slices = c.slices;
@@ -235,7 +276,7 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
       m.bound = std::max(m.nvlink_util, m.nic_util) < kSaturated ? "latency"
                 : m.nic_util >= m.nvlink_util                    ? "network (NIC) bandwidth"
                                                                  : "NVLink bandwidth";
-      op_counters[i].nvlink_bytes = c.traffic.nvlink_bytes;
+      op_counters[i].nvlink_bytes = c.traffic.nvlink_bytes / n;
       total.nvlink_bytes += c.traffic.nvlink_bytes;
       rep.ops.push_back(o);
       continue;
@@ -310,12 +351,11 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     for (size_t i = 0; i < rep.ops.size(); ++i) {
       Metrics& m = rep.ops[i].m;
       const double per_gpu = r.end_s > 0 ? refreshes / r.gpus * m.time_s / r.end_s : 0;
-      // A collective's energy is its links' and its participants' leakage; a compute op's is one GPU's.
-      const double gpus_here = r.ops[i].collective ? static_cast<double>(r.ops[i].devices.size()) : 1.0;
+      // One GPU's, compute op or collective (its share of the links' traffic and its leakage).
       energy::Scaling s = fixed;
       if (rep.power.capped) s = {r.ops[i].core_scale, spans[i].leakage_scale, 1};
       s.switching = t.ops[i].switching;
-      add_energy(m, op_counters[i], r.ops[i].collective ? 0 : per_gpu, table, s, static_w * gpus_here, uncore_w * gpus_here);
+      add_energy(m, op_counters[i], r.ops[i].collective ? 0 : per_gpu, table, s, static_w, uncore_w);
       const double core_j = core_rail_j(m);  // the weights: what the voltage scaled
       weight += core_j;
       core_sum += core_j * s.core;
@@ -328,6 +368,7 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     add_energy(rep.total, total, refreshes, table, s, static_w * r.gpus, uncore_w * r.gpus);
     if (t.tokens > 0) rep.total.joules_per_token = rep.total.energy_j / t.tokens;
   }
+  set_scopes(rep, g, r);
   for (const Stat& s : r.stats.all()) {
     rep.stat_values.emplace_back(s.name, s.value);
     rep.stat_units.emplace_back(s.name, s.unit);

@@ -50,6 +50,18 @@ struct Metrics {
   int steps = 0, slices = 0, channels = 0;
 };
 
+// An op's or a run's figures over a set of GPUs: on a system of several, each op's metrics are
+// those of one of the GPUs it ran on (each runs its own shard) and the run's total is the whole
+// system's; this is the other side of each, so that both are labelled and add up.
+struct Scope {
+  int gpus = 1;
+  double flops = 0, tflops = 0;
+  double hbm_bytes = 0, hbm_bandwidth = 0, hbm_peak = 0;  // achieved and peak, B/s, over these GPUs
+  double nvlink_bytes = 0;
+  bool has_energy = false;
+  double energy_j = 0, power_w = 0;
+};
+
 struct OpReport {
   std::string name, kind, dtype, out_dtype, shape, lowering;
   std::string weight_dtype;  // weight-only quantisation: the weights' format (empty: dtype)
@@ -58,7 +70,8 @@ struct OpReport {
   int ctas_per_sm = 0;
   int stream = 0;
   std::vector<int> devices;  // the GPUs it ran on
-  Metrics m;
+  Metrics m;                 // on one of them (per GPU)
+  Scope system;              // on all of them (a system of several GPUs)
   std::vector<accel::AccelOp::Part> mappings;  // accelerator: each GEMM's chosen mapping
   // Fast fidelity: the op whose simulation this one reused, or the CTAs it extrapolated.
   int reused_from = -1;
@@ -105,7 +118,8 @@ struct Report {
   std::vector<std::pair<std::string, double>> tensor_peak_tflops;  // per dtype, dense
   PowerInfo power;
   FidelityInfo fidelity;
-  Metrics total;
+  Metrics total;  // the whole system's
+  Scope per_gpu;  // the total's share of one GPU (a system of several GPUs)
   std::vector<OpReport> ops;
   std::vector<std::pair<std::string, double>> stat_values;
   std::vector<std::pair<std::string, std::string>> stat_units;

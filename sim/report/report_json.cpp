@@ -79,6 +79,18 @@ void write_metrics(JsonWriter& w, const Metrics& m) {
 
 }  // namespace detail
 
+namespace {
+
+void write_scope(JsonWriter& w, const Scope& s) {
+  w.field("gpus", static_cast<long long>(s.gpus)).field("flops", s.flops).field("tflops", s.tflops);
+  w.field("hbm_bytes", s.hbm_bytes).field("hbm_bandwidth", s.hbm_bandwidth).field("hbm_peak_bandwidth", s.hbm_peak);
+  w.field("hbm_fraction_of_peak", s.hbm_peak > 0 ? s.hbm_bandwidth / s.hbm_peak : 0);
+  w.field("nvlink_bytes", s.nvlink_bytes);
+  if (s.has_energy) w.field("energy_j", s.energy_j).field("average_power_w", s.power_w);
+}
+
+}  // namespace
+
 std::string to_json(const Report& rep) {
   JsonWriter w;
   w.begin_object();
@@ -117,6 +129,13 @@ std::string to_json(const Report& rep) {
   }
   if (!rep.accelerator) write_fidelity(w, rep.fidelity);
   w.key("total").begin_object();
+  if (rep.gpus > 1) {
+    // The whole system's, and its share of one GPU.
+    w.field("scope", "system").field("gpus", static_cast<long long>(rep.gpus)).field("nvlink_bytes", rep.total.nvlink_bytes);
+    w.key("per_gpu").begin_object();
+    write_scope(w, rep.per_gpu);
+    w.end_object();
+  }
   write_metrics(w, rep.total);
   w.end_object();
   w.key("ops").begin_array();
@@ -129,6 +148,11 @@ std::string to_json(const Report& rep) {
       w.key("devices").begin_array();
       for (int d : o.devices) w.value(static_cast<long long>(d));
       w.end_array();
+      // The metrics below are one of its GPUs'; "system" sums them over all of them.
+      w.field("scope", "per GPU");
+      w.key("system").begin_object();
+      write_scope(w, o.system);
+      w.end_object();
     }
     w.key("lowering").begin_object().field("description", o.lowering).field("ctas", o.ctas)
         .field("ctas_per_sm", static_cast<long long>(o.ctas_per_sm)).field("waves", o.waves).end_object();

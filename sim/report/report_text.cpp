@@ -46,10 +46,25 @@ std::vector<std::vector<std::string>> rows(const Report& rep, size_t max_ops) {
   return out;
 }
 
+// A system of several GPUs: the total is the whole system's, and the line after it one GPU's
+// share; the ops' rows are per GPU.
+std::string per_gpu_line(const Report& rep) {
+  const Scope& s = rep.per_gpu;
+  std::ostringstream os;
+  os << "per GPU (1 of " << rep.gpus << "): " << fmt("%.1f", s.tflops) << " TFLOP/s, HBM "
+     << units::format(s.hbm_bandwidth, units::Dim::Bandwidth) << " ("
+     << pct(s.hbm_peak > 0 ? s.hbm_bandwidth / s.hbm_peak : 0) << " of " << units::format(s.hbm_peak, units::Dim::Bandwidth)
+     << " peak), NVLink " << units::format(s.nvlink_bytes, units::Dim::Size);
+  if (s.has_energy)
+    os << ", energy " << fmt("%.4g", s.energy_j) << " J (" << fmt(s.power_w >= 10 ? "%.0f" : "%.3g", s.power_w) << " W average)";
+  return os.str();
+}
+
 std::string total_line(const Report& rep) {
   const Metrics& m = rep.total;
   std::ostringstream os;
-  os << "total: " << units::format(m.time_s, units::Dim::Time) << " (" << fmt("%.0f", m.cycles) << " cycles), ";
+  os << (rep.gpus > 1 ? "total, whole system of " + std::to_string(rep.gpus) + " GPUs: " : std::string("total: "))
+     << units::format(m.time_s, units::Dim::Time) << " (" << fmt("%.0f", m.cycles) << " cycles), ";
   if (rep.accelerator)
     os << fmt("%.3g", m.tflops) << " TOPS, MAC array " << pct(m.tensor_util) << " busy, DRAM "
        << units::format(m.hbm_bandwidth, units::Dim::Bandwidth) << " (" << pct(m.hbm_bandwidth_util) << " of "
@@ -57,10 +72,12 @@ std::string total_line(const Report& rep) {
   else
     os << fmt("%.1f", m.tflops) << " TFLOP/s, tensor cores " << pct(m.tensor_util) << " busy, HBM "
        << units::format(m.hbm_bandwidth, units::Dim::Bandwidth) << " (" << pct(m.hbm_bandwidth_util) << " of "
+       << (rep.gpus > 1 ? std::to_string(rep.gpus) + " x " : std::string())
        << units::format(rep.hbm_peak, units::Dim::Bandwidth) << " peak), L2 hit rate " << pct(m.l2_hit_rate);
   os << ", bound: " << m.bound;
   if (m.has_power)
-    os << "; SM clock " << fmt("%.0f", m.clock_hz / 1e6) << " MHz on average (" << pct(m.throttled_share)
+    os << "; SM clock" << (rep.gpus > 1 ? " (GPU " + std::to_string(rep.power.gpus.empty() ? 0 : rep.power.gpus.front()) + ")" : std::string())
+       << " " << fmt("%.0f", m.clock_hz / 1e6) << " MHz on average (" << pct(m.throttled_share)
        << " of the time held below boost by the " << fmt("%.0f", rep.power.limit_w) << " W limit)";
   if (m.has_energy) {
     os << "; energy " << fmt("%.4g", m.energy_j) << " J (" << fmt(m.power_w >= 10 ? "%.0f" : "%.3g", m.power_w) << " W average, "
@@ -69,8 +86,11 @@ std::string total_line(const Report& rep) {
     if (rep.accelerator && on_chip > 0) os << ", " << fmt("%.1f", m.ops / on_chip / 1e12) << " on chip";
     os << ")";
   }
+  if (rep.gpus > 1) os << "\n" << per_gpu_line(rep);
   return os.str();
 }
+
+const char* kPerGpuNote = "ops: per GPU (each op's figures on one of the GPUs it ran on; report.json's \"system\" sums them)";
 
 }  // namespace
 
@@ -83,6 +103,7 @@ std::string terminal_table(const Report& rep, size_t max_ops) {
   os << rep.config_name << " running " << rep.trace_name << " (" << rep.ops.size() << " ops)\n";
   if (!rep.system_note.empty()) os << rep.system_note << "\n";
   if (!rep.accelerator) os << "Fidelity: " << rep.fidelity.note << "\n";
+  if (rep.gpus > 1) os << kPerGpuNote << "\n";
   for (const auto& row : r) {
     for (size_t i = 0; i < row.size(); ++i) {
       os << row[i];
@@ -101,7 +122,10 @@ std::string to_markdown(const Report& rep, double wall_s) {
   os << "Config `" << rep.config_file << "`, trace `" << rep.trace_file << "`, xpusim " << rep.version << ".\n\n";
   if (!rep.system_note.empty()) os << "System: " << rep.system_note << ".\n\n";
   if (!rep.accelerator) os << "Fidelity: " << rep.fidelity.note << ".\n\n";
-  os << total_line(rep) << ".\n\n";
+  std::string total = total_line(rep);
+  for (size_t at = total.find('\n'); at != std::string::npos; at = total.find('\n', at)) total.replace(at, 1, ".\n\n"), at += 3;
+  os << total << ".\n\n";
+  if (rep.gpus > 1) os << kPerGpuNote << ".\n\n";
   const auto r = rows(rep, 200);
   for (size_t i = 0; i < r.size(); ++i) {
     os << "|";

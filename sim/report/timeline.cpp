@@ -36,8 +36,8 @@ std::string to_timeline(const Report& rep) {
       w.end_object();
     }
   // Counter tracks per GPU: HBM bandwidth and tensor-core utilisation over time, each op's
-  // average spread evenly over its span (the sum of the ops running at once; an SPMD op's
-  // bytes split evenly over its GPUs). Steps at op boundaries, not samples inside an op. Under
+  // average spread evenly over its span (the sum of the ops running at once; an op's figures
+  // are per GPU already). Steps at op boundaries, not samples inside an op. Under
   // the power governor, the chip's power, its time-constant average and the SM clock per
   // governor window join them (windows already merged where steady), in time order.
   struct Counter {
@@ -51,7 +51,7 @@ std::string to_timeline(const Report& rep) {
     std::vector<std::tuple<double, double, double>> edges;  // time, d(bandwidth), d(utilisation)
     for (const OpReport& o : rep.ops) {
       if (std::find(o.devices.begin(), o.devices.end(), d) == o.devices.end() || o.m.time_s <= 0) continue;
-      const double bw = o.m.hbm_bandwidth / static_cast<double>(o.devices.size());
+      const double bw = o.m.hbm_bandwidth;
       edges.emplace_back(o.m.start_s, bw, o.m.tensor_util);
       edges.emplace_back(o.m.start_s + o.m.time_s, -bw, -o.m.tensor_util);
     }
