@@ -15,15 +15,23 @@ class WgmmaAttention : public AttentionProgram {
  public:
   bool configure(const config::GpuConfig& gpu) override {
     const KernelLibParams& kl = gpu.kernels;
+    stages = 2;
+    // Wide heads (256) take narrower tiles, as FlashAttention's kernels for them do: the
+    // configured K/V tile halved until the CTA fits an SM, then the same with half the query
+    // rows (never below the 64 of one warpgroup MMA).
+    for (bq = decode ? 64 : kl.attention_q_tile; bq >= 64; bq /= 2)
+      for (bkv = kl.attention_kv_tile; bkv >= 16; bkv /= 2) {
+        const double smem = (bq + 2.0 * stages * bkv) * d * (in_bits / 8.0);
+        const int consumers = std::max(1, kl.attention_threads - kProducerThreads);
+        const int regs = static_cast<int>((bq * d + bq * bkv) / consumers) + kBaseRegisters;
+        const CtaResources r{kl.attention_threads, regs * kl.attention_threads, smem};
+        if (regs > 255 || smem > gpu.sm.shared_memory_bytes || occupancy(gpu.sm, r) < 1) continue;
+        resources = r;
+        return true;
+      }
     bq = decode ? 64 : kl.attention_q_tile;
     bkv = kl.attention_kv_tile;
-    stages = 2;
-    const double smem = (bq + 2.0 * stages * bkv) * d * (in_bits / 8.0);
-    const int consumers = std::max(1, kl.attention_threads - kProducerThreads);
-    const int regs = static_cast<int>((bq * d + bq * bkv) / consumers) + kBaseRegisters;
-    if (regs > 255 || smem > gpu.sm.shared_memory_bytes) return false;
-    resources = CtaResources{kl.attention_threads, regs * kl.attention_threads, smem};
-    return true;
+    return false;
   }
   void mma_costs(int64_t rows, StepWork& w) const override {
     w.instr_mma = 2.0 * static_cast<double>(bq / 64) * std::ceil(static_cast<double>(d * in_bits) / 256.0);
