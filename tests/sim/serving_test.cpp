@@ -152,3 +152,23 @@ TEST_CASE("per-kernel costs: the launch gap, the grid's start and end, and eager
     CHECK(eager["ops"][i]["start_s"].as<double>() - eager["ops"][i - 1]["start_s"].as<double>() == Approx(10e-6).epsilon(1e-3));
   CHECK(eager["total"]["time_s"].as<double>() > 80e-6);
 }
+
+TEST_CASE("attention with 256-wide heads narrows its tiles until a CTA fits an SM", "[sim][serving]") {
+  const auto cfg = config::load_config(kH100);
+  lower::Lowering l(cfg.chip.gpu);
+  trace::Op op;
+  op.name = "a";
+  op.kind = trace::OpKind::attention;
+  op.dtype = op.out_dtype = Dtype::bf16;
+  op.batch = 1, op.heads = 16, op.kv_heads = 16, op.head_dim = 256;
+  for (int64_t sq : {int64_t{1}, int64_t{2048}}) {
+    op.seq_q = sq, op.seq_kv = 2048, op.causal = sq > 1;
+    const auto lo = l.lower(op);
+    INFO("seq_q " << sq << ": " << lo.program->description);
+    CHECK(occupancy(cfg.chip.gpu.sm, lo.program->resources) >= 1);
+    CHECK(lo.program->resources.shared_bytes <= cfg.chip.gpu.sm.shared_memory_bytes);
+  }
+  // And it runs to the end (it stalled when the CTA fitted no SM).
+  const YAML::Node r = simulate(kH100, "xpusim_trace: 1\nops:\n  - {name: a, kind: attention, heads: 16, seq_q: 512, head_dim: 256, causal: true}\n");
+  CHECK(op_time(r) > 0);
+}
