@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 namespace xpusim {
@@ -20,15 +21,50 @@ std::string bytes_text(double b) {
   return buf;
 }
 
+// How the chosen protocol moves data: the bytes that cross the links per byte of data, the cost
+// each dependent hop adds beyond the fabric's latency, and the pipeline step.
+// A slice here stands for one step of every channel NCCL runs side by side over the same
+// GPUs: `channels` steps of slice_bytes each, booked together on the ganged ports.
+struct Wire {
+  double efficiency = 1, hop_s = 0, slice_bytes = 0;
+  int max_slices = 1;
+  int channels = 1;
+  double carried(double data) const { return data / efficiency; }
+  Wire over(int c) const {
+    Wire w = *this;
+    w.channels = std::max(1, c);
+    return w;
+  }
+};
+
+ProtocolParams protocol(const CollectiveParams& p, CollectiveProto q) {
+  switch (q) {
+    case CollectiveProto::ll: return p.ll;
+    case CollectiveProto::ll128: return p.ll128;
+    case CollectiveProto::simple:
+    case CollectiveProto::automatic: break;
+  }
+  ProtocolParams s = p.simple;
+  s.slice_bytes = p.slice_bytes;
+  return s;
+}
+
+Wire wire(const CollectiveParams& p, CollectiveProto q) {
+  const ProtocolParams pp = protocol(p, q);
+  return {pp.efficiency, pp.hop_s, pp.slice_bytes, p.max_slices, p.channels};
+}
+
 struct Slicing {
   int slices = 1;
   double bytes = 0;
 };
 
-// A chunk moves as slices of collectives.slice, at most max_slices of them (bigger beyond).
-Slicing slicing(const CollectiveParams& p, double chunk) {
+// A chunk moves as slices, each one step of the protocol on every channel (so a chunk smaller
+// than channels x step is one slice), at most max_slices of them (bigger beyond).
+Slicing slicing(const Wire& w, double chunk) {
   Slicing s;
-  if (chunk > p.slice_bytes) s.slices = static_cast<int>(std::min<double>(p.max_slices, std::ceil(chunk / p.slice_bytes)));
+  const double step = w.slice_bytes * w.channels;
+  if (chunk > step) s.slices = static_cast<int>(std::min<double>(w.max_slices, std::ceil(chunk / step)));
   s.bytes = chunk / s.slices;
   return s;
 }
@@ -65,8 +101,8 @@ std::vector<std::vector<int>> rings(const Topology& f, const std::vector<int>& g
 // `steps` ring steps over every ring at once: at each step the GPU at position p forwards to
 // p+1 what it received from p-1 at the step before (reduced with its own data in a
 // reduce-scatter, copied in an all-gather). Returns when the last slice lands.
-double ring_steps(Fabric& f, double now, double start, const std::vector<std::vector<int>>& rs, int steps,
-                  const Slicing& sl, CollectiveRun& run) {
+double ring_steps(Fabric& f, const Wire& w, double now, double start, const std::vector<std::vector<int>>& rs,
+                  int steps, const Slicing& sl, CollectiveRun& run) {
   const size_t n = rs.front().size(), J = static_cast<size_t>(sl.slices), C = rs.size();
   std::vector<double> have(C * n * J, start), next(C * n * J, start);
   auto at = [&](size_t c, size_t p, size_t j) { return (c * n + p) * J + j; };
@@ -75,7 +111,7 @@ double ring_steps(Fabric& f, double now, double start, const std::vector<std::ve
       for (size_t c = 0; c < C; ++c)
         for (size_t p = 0; p < n; ++p) {
           const size_t q = (p + 1) % n;
-          next[at(c, q, j)] = f.send(now, have[at(c, p, j)], rs[c][p], rs[c][q], sl.bytes, run.traffic);
+          next[at(c, q, j)] = f.send(now, have[at(c, p, j)], rs[c][p], rs[c][q], w.carried(sl.bytes), run.traffic) + w.hop_s;
           run.transfers += 1;
         }
     std::swap(have, next);
@@ -83,30 +119,29 @@ double ring_steps(Fabric& f, double now, double start, const std::vector<std::ve
   return *std::max_element(have.begin(), have.end());
 }
 
-double run_ring(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now, double start,
-                CollectiveRun& run) {
+double run_ring(Fabric& f, const Wire& w, const CollectiveJob& job, double now, double start, CollectiveRun& run) {
   const auto rs = rings(f.topo(), job.gpus);
   const int n = static_cast<int>(job.gpus.size());
   run.channels = static_cast<int>(rs.size());
-  const Slicing sl = slicing(p, job.bytes / run.channels / n);
+  const Slicing sl = slicing(w.over(w.channels / run.channels), job.bytes / run.channels / n);
   run.slices = sl.slices;
   run.slice_bytes = sl.bytes;
   run.steps = job.kind == CollectiveKind::all_reduce ? 2 * (n - 1) : n - 1;
-  return ring_steps(f, now, start, rs, run.steps, sl, run);
+  return ring_steps(f, w, now, start, rs, run.steps, sl, run);
 }
 
 // A pipelined chain (broadcast from the first GPU, or send/recv): slice j leaves hop p as soon as
 // it has landed there.
-double run_chain(Fabric& f, const CollectiveParams& p, const std::vector<int>& chain, double bytes, double now,
-                 double start, CollectiveRun& run) {
-  const Slicing sl = slicing(p, bytes);
+double run_chain(Fabric& f, const Wire& w, const std::vector<int>& chain, double bytes, double now, double start,
+                 CollectiveRun& run) {
+  const Slicing sl = slicing(w, bytes);
   run.slices = sl.slices;
   run.slice_bytes = sl.bytes;
   run.steps = static_cast<int>(chain.size()) - 1;
   std::vector<double> have(static_cast<size_t>(sl.slices), start);
   for (size_t h = 0; h + 1 < chain.size(); ++h)
     for (auto& t : have) {
-      t = f.send(now, t, chain[h], chain[h + 1], sl.bytes, run.traffic);
+      t = f.send(now, t, chain[h], chain[h + 1], w.carried(sl.bytes), run.traffic) + w.hop_s;
       run.transfers += 1;
     }
   return have.empty() ? start : *std::max_element(have.begin(), have.end());
@@ -137,15 +172,14 @@ int tree_depth(const std::vector<int>& parents, int node) {
 // Double binary tree (NCCL's): half the data on each of two trees, the second shifted by one
 // position so that most leaves of one are inner nodes of the other. Each slice is reduced up
 // to the root, children before parents, and broadcast back down.
-double run_tree(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now, double start,
-                CollectiveRun& run) {
+double run_tree(Fabric& f, const Wire& w, const CollectiveJob& job, double now, double start, CollectiveRun& run) {
   const int n = static_cast<int>(job.gpus.size());
   std::vector<int> parents(static_cast<size_t>(n), -1), post;
   const int root = build_tree(0, n - 1, -1, parents, post);
   int depth = 0;
   for (int i = 0; i < n; ++i) depth = std::max(depth, tree_depth(parents, i));
   const int trees = n > 2 ? 2 : 1;
-  const Slicing sl = slicing(p, job.bytes / trees);
+  const Slicing sl = slicing(w.over(w.channels / trees), job.bytes / trees);
   run.slices = sl.slices;
   run.slice_bytes = sl.bytes;
   run.channels = trees;
@@ -160,7 +194,7 @@ double run_tree(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, 
       for (int node : post) {
         const int par = parents[static_cast<size_t>(node)];
         if (par < 0) continue;
-        const double t = f.send(now, r[node], gpu(tr, node), gpu(tr, par), sl.bytes, run.traffic);
+        const double t = f.send(now, r[node], gpu(tr, node), gpu(tr, par), w.carried(sl.bytes), run.traffic) + w.hop_s;
         r[par] = std::max(r[par], t);
         run.transfers += 1;
       }
@@ -177,7 +211,8 @@ double run_tree(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, 
         const int node = *it;
         const int par = parents[static_cast<size_t>(node)];
         if (par < 0) continue;
-        have[static_cast<size_t>(node)] = f.send(now, have[static_cast<size_t>(par)], gpu(tr, par), gpu(tr, node), sl.bytes, run.traffic);
+        have[static_cast<size_t>(node)] =
+            f.send(now, have[static_cast<size_t>(par)], gpu(tr, par), gpu(tr, node), w.carried(sl.bytes), run.traffic) + w.hop_s;
         run.transfers += 1;
       }
       end = std::max(end, *std::max_element(have.begin(), have.end()));
@@ -191,10 +226,9 @@ double run_tree(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, 
 // part; each owner then stores its reduced part once (up) and the switches multicast it to every
 // GPU (down). Per GPU and slice: (1 + 1/n) x slice up and as much down. The multicast is booked
 // as one stream per GPU once every owner has stored (a little late for the first owners).
-double run_nvls(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now, double start,
-                CollectiveRun& run) {
+double run_nvls(Fabric& f, const Wire& w, const CollectiveJob& job, double now, double start, CollectiveRun& run) {
   const size_t n = job.gpus.size();
-  const Slicing sl = slicing(p, job.bytes);
+  const Slicing sl = slicing(w.over(1), job.bytes);
   run.slices = sl.slices;
   run.slice_bytes = sl.bytes;
   run.steps = 4;
@@ -223,10 +257,9 @@ double run_nvls(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, 
 
 // Every GPU sends bytes / n to every other one, in rounds (round r: GPU i to i + r), so that each
 // port receives from one peer per round.
-double run_direct(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now, double start,
-                  CollectiveRun& run) {
+double run_direct(Fabric& f, const Wire& w, const CollectiveJob& job, double now, double start, CollectiveRun& run) {
   const size_t n = job.gpus.size();
-  const Slicing sl = slicing(p, job.bytes / static_cast<double>(n));
+  const Slicing sl = slicing(w, job.bytes / static_cast<double>(n));
   run.slices = sl.slices;
   run.slice_bytes = sl.bytes;
   run.steps = 1;
@@ -234,7 +267,7 @@ double run_direct(Fabric& f, const CollectiveParams& p, const CollectiveJob& job
   for (size_t r = 1; r < n; ++r)
     for (int j = 0; j < sl.slices; ++j)
       for (size_t i = 0; i < n; ++i) {
-        end = std::max(end, f.send(now, start, job.gpus[i], job.gpus[(i + r) % n], sl.bytes, run.traffic));
+        end = std::max(end, f.send(now, start, job.gpus[i], job.gpus[(i + r) % n], w.carried(sl.bytes), run.traffic) + w.hop_s);
         run.transfers += 1;
       }
   return end;
@@ -249,6 +282,16 @@ const char* collective_algo_name(CollectiveAlgo a) {
     case CollectiveAlgo::tree: return "tree";
     case CollectiveAlgo::nvls: return "nvls";
     case CollectiveAlgo::direct: return "direct";
+  }
+  return "?";
+}
+
+const char* collective_proto_name(CollectiveProto p) {
+  switch (p) {
+    case CollectiveProto::automatic: return "auto";
+    case CollectiveProto::ll: return "ll";
+    case CollectiveProto::ll128: return "ll128";
+    case CollectiveProto::simple: return "simple";
   }
   return "?";
 }
@@ -288,6 +331,60 @@ CollectiveAlgo resolve_algo(const Topology& f, const CollectiveJob& job) {
   return tree < ring ? CollectiveAlgo::tree : CollectiveAlgo::ring;
 }
 
+double estimate_s(const Topology& f, const CollectiveParams& p, const CollectiveJob& job, CollectiveAlgo algo,
+                  CollectiveProto proto) {
+  const ProtocolParams pp = protocol(p, proto);
+  const int n = static_cast<int>(job.gpus.size());
+  if (n < 2 || job.bytes <= 0) return pp.base_s;
+  // The slowest port a step crosses and the longest hop between neighbours.
+  double rate = std::numeric_limits<double>::infinity(), lat = 0;
+  for (int g : job.gpus) rate = std::min(rate, f.nvlink_rate(g));
+  for (size_t i = 0; i + 1 < job.gpus.size(); ++i) lat = std::max(lat, f.latency(job.gpus[i], job.gpus[i + 1]));
+  if (!one_domain(f, job.gpus)) rate = std::min(rate, f.nic_rate() * static_cast<double>(rings(f, job.gpus).size()));
+  double steps = 1, per_port = job.bytes;  // dependent hops, and data through the busiest port
+  switch (algo) {
+    case CollectiveAlgo::ring:
+      steps = job.kind == CollectiveKind::all_reduce ? 2 * (n - 1) : n - 1;
+      per_port = job.kind == CollectiveKind::broadcast ? job.bytes : bus_factor(job.kind, n) * job.bytes;
+      break;
+    case CollectiveAlgo::tree: steps = 2 * std::ceil(std::log2(n)); break;
+    case CollectiveAlgo::nvls:
+      // NCCL's tuner charges in-switch reduction one fixed latency, whatever its size.
+      return p.nvls_tuner_latency_s + (1 + 1.0 / n) * job.bytes / (rate * f.nvls_efficiency());
+    case CollectiveAlgo::direct:
+      if (job.kind != CollectiveKind::send_recv) per_port = bus_factor(job.kind, n) * job.bytes;
+      break;
+    case CollectiveAlgo::automatic: break;
+  }
+  return pp.base_s + steps * (lat + pp.hop_s) + per_port / (rate * pp.efficiency);
+}
+
+Choice choose(const Topology& f, const CollectiveParams& p, const CollectiveJob& job) {
+  const CollectiveAlgo structural = resolve_algo(f, job);
+  CollectiveProto forced = job.proto;
+  if (forced == CollectiveProto::automatic && p.protocol != "auto")
+    forced = p.protocol == "ll" ? CollectiveProto::ll : p.protocol == "ll128" ? CollectiveProto::ll128 : CollectiveProto::simple;
+  Choice best{structural, CollectiveProto::simple, std::numeric_limits<double>::infinity()};
+  auto consider = [&](CollectiveAlgo a, CollectiveProto q) {
+    const double t = estimate_s(f, p, job, a, q);
+    if (t < best.estimate_s) best = {a, q, t};
+  };
+  // In-switch collectives run Simple only, as NCCL's do. Where `auto` resolved to one, the ring
+  // competes with it by the tuner's estimates, as NCCL's tuner weighs NVLS against the ring.
+  std::vector<CollectiveAlgo> algos{structural};
+  if (structural == CollectiveAlgo::nvls && job.algo == CollectiveAlgo::automatic) algos.push_back(CollectiveAlgo::ring);
+  for (CollectiveAlgo a : algos) {
+    if (a == CollectiveAlgo::nvls) {
+      if (forced == CollectiveProto::automatic || forced == CollectiveProto::simple) consider(a, CollectiveProto::simple);
+      continue;
+    }
+    if (forced != CollectiveProto::automatic) consider(a, forced);
+    else
+      for (CollectiveProto q : {CollectiveProto::simple, CollectiveProto::ll128, CollectiveProto::ll}) consider(a, q);
+  }
+  return best;
+}
+
 std::string unsupported(const Topology& f, const CollectiveJob& job) {
   const CollectiveAlgo a = resolve_algo(f, job);
   const bool reduces = job.kind == CollectiveKind::all_reduce;
@@ -299,6 +396,8 @@ std::string unsupported(const Topology& f, const CollectiveJob& job) {
   if (!reduces && (a == CollectiveAlgo::tree || a == CollectiveAlgo::nvls))
     return std::string("algorithm ") + collective_algo_name(a) + " is for all_reduce only; use ring";
   if (a == CollectiveAlgo::nvls) {
+    if (job.algo == CollectiveAlgo::nvls && (job.proto == CollectiveProto::ll || job.proto == CollectiveProto::ll128))
+      return std::string("algorithm nvls runs the simple protocol only (as NCCL's does), not ") + collective_proto_name(job.proto);
     if (!f.nvls()) return "algorithm nvls needs NVSwitch chips with in-switch reduction (nvswitch.reduction: true)";
     if (!one_domain(f, job.gpus)) return "algorithm nvls runs within one NVLink domain; these devices span several";
   }
@@ -313,30 +412,36 @@ std::string unsupported(const Topology& f, const CollectiveJob& job) {
 
 CollectiveRun run_collective(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now) {
   CollectiveRun run;
-  run.algo = resolve_algo(f.topo(), job);
+  const Choice c = choose(f.topo(), p, job);
+  run.algo = c.algo;
+  run.proto = c.proto;
   run.start_s = now;
-  const double start = now + p.launch_s;
+  const bool nvls = run.algo == CollectiveAlgo::nvls;
+  // In-switch collectives have no GPU-to-GPU steps to flag: their hops are the fabric's own.
+  Wire w = wire(p, run.proto);
+  if (nvls) w.hop_s = 0;
+  const double start = now + p.launch_s + (nvls ? 0 : protocol(p, run.proto).base_s);
   const int n = static_cast<int>(job.gpus.size());
   double end = start;
   if (n > 1 && job.bytes > 0) {
     switch (run.algo) {
       case CollectiveAlgo::ring:
-        end = job.kind == CollectiveKind::broadcast ? run_chain(f, p, job.gpus, job.bytes, now, start, run)
-                                                    : run_ring(f, p, job, now, start, run);
+        end = job.kind == CollectiveKind::broadcast ? run_chain(f, w, job.gpus, job.bytes, now, start, run)
+                                                    : run_ring(f, w, job, now, start, run);
         break;
-      case CollectiveAlgo::tree: end = run_tree(f, p, job, now, start, run); break;
-      case CollectiveAlgo::nvls: end = run_nvls(f, p, job, now, start, run); break;
+      case CollectiveAlgo::tree: end = run_tree(f, w, job, now, start, run); break;
+      case CollectiveAlgo::nvls: end = run_nvls(f, w, job, now, start, run); break;
       case CollectiveAlgo::direct:
-        end = job.kind == CollectiveKind::send_recv ? run_chain(f, p, job.gpus, job.bytes, now, start, run)
-                                                    : run_direct(f, p, job, now, start, run);
+        end = job.kind == CollectiveKind::send_recv ? run_chain(f, w, job.gpus, job.bytes, now, start, run)
+                                                    : run_direct(f, w, job, now, start, run);
         break;
       case CollectiveAlgo::automatic: break;
     }
   }
   run.end_s = end;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s over %d GPUs%s: %d dependent hops, %d slice%s of %s per chunk, %.0f transfers",
-                collective_algo_name(run.algo), n,
+  std::snprintf(buf, sizeof buf, "%s/%s over %d GPUs%s: %d dependent hops, %d slice%s of %s per chunk, %.0f transfers",
+                collective_algo_name(run.algo), collective_proto_name(run.proto), n,
                 run.channels > 1 ? (", " + std::to_string(run.channels) + (run.algo == CollectiveAlgo::tree ? " trees" : " channels")).c_str() : "",
                 run.steps, run.slices, run.slices == 1 ? "" : "s", bytes_text(run.slice_bytes).c_str(), run.transfers);
   run.description = buf;

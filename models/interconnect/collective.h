@@ -14,8 +14,10 @@ namespace xpusim {
 
 enum class CollectiveKind { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
 enum class CollectiveAlgo { automatic, ring, tree, nvls, direct };
+enum class CollectiveProto { automatic, ll, ll128, simple };
 
 const char* collective_algo_name(CollectiveAlgo a);
+const char* collective_proto_name(CollectiveProto p);
 
 // nccl-tests' conversion from algorithm bandwidth (size / time) to bus bandwidth, the rate each
 // GPU's links must carry: 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and
@@ -25,6 +27,7 @@ double bus_factor(CollectiveKind k, int n);
 struct CollectiveJob {
   CollectiveKind kind = CollectiveKind::all_reduce;
   CollectiveAlgo algo = CollectiveAlgo::automatic;
+  CollectiveProto proto = CollectiveProto::automatic;  // automatic: collectives.protocol, then the tuner
   // nccl-tests' "size": the buffer each GPU reduces (all-reduce), the gathered output
   // (all-gather), the input (reduce-scatter), each GPU's whole send buffer (all-to-all), the
   // broadcast buffer, the message (send/recv).
@@ -34,6 +37,7 @@ struct CollectiveJob {
 
 struct CollectiveRun {
   CollectiveAlgo algo = CollectiveAlgo::ring;
+  CollectiveProto proto = CollectiveProto::simple;
   double start_s = 0, end_s = 0;
   int steps = 0;          // dependent hops a slice takes from start to end
   int channels = 1;       // rings run side by side (one per NIC across domains)
@@ -44,8 +48,26 @@ struct CollectiveRun {
   std::string description;
 };
 
-// Which algorithm `automatic` resolves to, or "" and the reason a named one cannot run here.
+// The algorithm `automatic` resolves to by the system's structure (nvls where the switches reduce
+// and more than two GPUs take part, the ring or tree across domains, direct for pairwise
+// exchanges); choose() may still prefer the ring to nvls.
 CollectiveAlgo resolve_algo(const Topology& t, const CollectiveJob& job);
+
+// The algorithm and protocol a collective runs, and the tuner's estimate that chose them.
+struct Choice {
+  CollectiveAlgo algo = CollectiveAlgo::ring;
+  CollectiveProto proto = CollectiveProto::simple;
+  double estimate_s = 0;
+};
+// What NCCL's tuner would run: the job's algorithm and protocol where it names them (else
+// collectives.protocol), and among the rest the least estimated time, latency + size / bandwidth
+// per algorithm and protocol. Where `auto` resolved to nvls, the ring competes with it; nvls runs
+// Simple only, as NCCL's does.
+Choice choose(const Topology& t, const CollectiveParams& p, const CollectiveJob& job);
+// The tuner's closed-form estimate (launch excluded).
+double estimate_s(const Topology& t, const CollectiveParams& p, const CollectiveJob& job, CollectiveAlgo algo,
+                  CollectiveProto proto);
+// "" or the reason the job's named algorithm or protocol cannot run here.
 std::string unsupported(const Topology& t, const CollectiveJob& job);
 
 // Books the collective's transfers from `now` and returns when the last byte has landed.

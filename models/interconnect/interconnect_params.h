@@ -43,10 +43,25 @@ struct NicParams {
   double efficiency = 1;  // payload share of the line rate
 };
 
+// One of NCCL's protocols: how a step's data and the flag that says it has landed cross a hop.
+// LL stores 8 bytes at a time, 4 of data and 4 of flag, so a line is usable the moment it lands;
+// LL128 stores 128-byte lines of 120 bytes of data and an 8-byte flag; Simple moves plain data and
+// then signals the peer with a flag behind a memory fence, costing a round of latency per step.
+struct ProtocolParams {
+  double efficiency = 1;   // data share of the bytes that cross the links
+  double base_s = 0;       // fixed cost beyond collectives.launch
+  double hop_s = 0;        // per dependent hop beyond the fabric's own latency (flag, fence, poll)
+  double slice_bytes = 0;  // data per pipeline step
+};
+
 struct CollectiveParams {
-  double slice_bytes = 0;  // pipeline slice (NCCL's chunk step); a chunk smaller than this is one slice
+  double slice_bytes = 0;  // Simple's pipeline slice (NCCL's chunk step); a chunk smaller than this is one slice
   int max_slices = 0;      // at most this many slices per chunk: bounds the events of huge collectives
   double launch_s = 0;     // fixed cost of a collective kernel (launch, handshake with peers)
+  int channels = 1;        // channels (CTAs, each its own ring or tree) side by side over the same GPUs
+  double nvls_tuner_latency_s = 0;  // the latency NCCL's tuner charges an nvls all-reduce when it weighs it against the ring
+  std::string protocol = "auto";  // auto (the fastest by the tuner's estimate), ll, ll128 or simple
+  ProtocolParams ll, ll128, simple;  // simple.slice_bytes is slice_bytes
 };
 
 }  // namespace xpusim

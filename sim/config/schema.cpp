@@ -76,7 +76,54 @@ void add_system_sections(Schema& s, Locate gpu) {
       .integer("max_slices", &CollectiveParams::max_slices, def("256"), between(1, 4096),
                "At most this many slices per chunk (bigger slices beyond): bounds the events of huge collectives (default: a simulation-cost bound; 8 GiB over 72 GPUs books ~1.2 M transfers)")
       .quantity("launch", &CollectiveParams::launch_s, Dim::Time, def("3 us"), between(0, 1),
-                "Fixed cost of a collective: kernel launch and the handshake with its peers (default: an assumption)");
+                "Fixed cost of a collective: kernel launch and the handshake with its peers (default: an assumption)")
+      .integer("channels", &CollectiveParams::channels, def("24"), between(1, 64),
+               "Channels NCCL runs side by side over the same GPUs (one CTA each, each a ring or tree carrying its "
+               "share of the data in steps of its protocol's slice), so a chunk smaller than channels x slice moves "
+               "as one step with a step's latency (default: the 24 ring channels NCCL sets up on H100 NVLink, "
+               "nccl-tests logs in waynehacking8/nccl-collectives-bench)")
+      .quantity("nvls_tuner_latency", &CollectiveParams::nvls_tuner_latency_s, Dim::Time, def("25 us"), between(0, 1),
+                "The latency NCCL's tuner charges an in-switch (nvls) all-reduce when `auto` weighs it against the ring: "
+                "it decides which runs, not how long nvls takes, so small all-reduces run the ring (LL) as NCCL's do "
+                "(default: NCCL 2.19-2.29 src/graph/tuning.cc, NVLS 25 us, also printed by NCCL_DEBUG_SUBSYS=TUNING)")
+      .choice("protocol", &CollectiveParams::protocol, {"auto", "ll", "ll128", "simple"}, def("auto"),
+              "NCCL protocol of ring, tree and direct collectives: auto (the least estimated time: latency + size / "
+              "bandwidth per protocol, as NCCL's tuner weighs them), ll, ll128 or simple; a trace op's `protocol` "
+              "overrides it; nvls always runs simple")
+      .number("ll.efficiency", [](CollectiveParams& c) -> double& { return c.ll.efficiency; }, def("0.5"), between(0.01, 1),
+              "LL: data share of the bytes on the links (default: each 8-byte store carries 4 bytes of data and a "
+              "4-byte flag, NCCL src/device/prims_ll.h)")
+      .quantity("ll.base", [](CollectiveParams& c) -> double& { return c.ll.base_s; }, Dim::Time, def("0 s"), between(0, 1),
+                "LL: fixed cost beyond collectives.launch (default 0: LL is the reference the other protocols' "
+                "costs are measured from)")
+      .quantity("ll.hop", [](CollectiveParams& c) -> double& { return c.ll.hop_s; }, Dim::Time, def("0 s"), between(0, 1),
+                "LL: cost per dependent hop beyond the fabric's latency (default 0: the flag lands with the data)")
+      .quantity("ll.slice", [](CollectiveParams& c) -> double& { return c.ll.slice_bytes; }, Dim::Size, def("32 KiB"),
+                between(1, 1e12),
+                "LL: data per pipeline step (default: NCCL's LL buffer, 8 lines x 512 threads x 8 data bytes per step)")
+      .number("ll128.efficiency", [](CollectiveParams& c) -> double& { return c.ll128.efficiency; }, def("0.9375"),
+              between(0.01, 1), "LL128: data share of the bytes on the links (default: 120 of each 128-byte line)")
+      .quantity("ll128.base", [](CollectiveParams& c) -> double& { return c.ll128.base_s; }, Dim::Time, def("7.4 us"),
+                between(0, 1),
+                "LL128: fixed cost beyond LL's (default: NCCL's ring base latencies, LL128 14 us less LL 6.6 us, "
+                "src/graph/tuning.cc)")
+      .quantity("ll128.hop", [](CollectiveParams& c) -> double& { return c.ll128.hop_s; }, Dim::Time, def("1.3 us"),
+                between(0, 1),
+                "LL128: cost per dependent hop beyond LL's (default: NCCL's NVLink ring step latencies, LL128 1.9 us "
+                "less LL 0.6 us, src/graph/tuning.cc)")
+      .quantity("ll128.slice", [](CollectiveParams& c) -> double& { return c.ll128.slice_bytes; }, Dim::Size, def("576000 B"),
+                between(1, 1e12),
+                "LL128: data per pipeline step (default: NCCL's LL128 buffer, 120 x 8 bytes x 640 threads per step)")
+      .number("simple.efficiency", [](CollectiveParams& c) -> double& { return c.simple.efficiency; }, def("1"),
+              between(0.01, 1), "Simple: data share of the bytes on the links (default 1: plain data)")
+      .quantity("simple.base", [](CollectiveParams& c) -> double& { return c.simple.base_s; }, Dim::Time, def("1.8 us"),
+                between(0, 1),
+                "Simple: fixed cost beyond LL's (default: NCCL's ring base latencies, Simple 8.4 us less LL 6.6 us, "
+                "src/graph/tuning.cc)")
+      .quantity("simple.hop", [](CollectiveParams& c) -> double& { return c.simple.hop_s; }, Dim::Time, def("2.8 us"),
+                between(0, 1),
+                "Simple: cost per dependent hop beyond LL's: a memory fence and a flag round (default: NCCL's NVLink "
+                "ring step latencies, Simple 3.4 us less LL 0.6 us, src/graph/tuning.cc)");
 }
 
 // The power section, the same for a GPU and an accelerator (docs/energy-model.md).

@@ -53,6 +53,10 @@ CollectiveJob job_of(const trace::Op& op, const std::vector<int>& devices) {
   CollectiveJob j;
   j.kind = collective_kind(op.kind);
   j.algo = collective_algo(op.algorithm);
+  j.proto = op.protocol == "ll"      ? CollectiveProto::ll
+            : op.protocol == "ll128" ? CollectiveProto::ll128
+            : op.protocol == "simple" ? CollectiveProto::simple
+                                      : CollectiveProto::automatic;
   j.bytes = op.bytes;
   j.gpus = devices;
   return j;

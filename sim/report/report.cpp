@@ -240,6 +240,7 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
       m.cycles = m.time_s * g.sm.clock_hz;
       m.collective = true;
       m.algorithm = collective_algo_name(c.algo);
+      m.protocol = collective_proto_name(c.proto);
       m.coll_bytes = op.bytes;
       const int n = static_cast<int>(res.devices.size());
       m.bus_factor = bus_factor(res.job.kind, n);

@@ -43,6 +43,7 @@ struct Metrics {
   // Collectives (nccl-tests' terms: algbw = size / time, busbw = algbw x the bus factor)
   bool collective = false;
   std::string algorithm;
+  std::string protocol;  // NCCL's protocol: ll, ll128, simple
   double coll_bytes = 0, algbw = 0, busbw = 0, bus_factor = 0;
   double link_payload_bw = 0;  // payload rate per direction of the slowest participant's ports
   double nvlink_bytes = 0, nic_bytes = 0, transfers = 0;

@@ -41,7 +41,7 @@ void write_metrics(JsonWriter& w, const Metrics& m) {
   }
   if (m.collective) {
     w.key("collective").begin_object();
-    w.field("algorithm", m.algorithm).field("bytes", m.coll_bytes);
+    w.field("algorithm", m.algorithm).field("protocol", m.protocol).field("bytes", m.coll_bytes);
     w.field("algbw", m.algbw).field("busbw", m.busbw).field("bus_factor", m.bus_factor);
     w.field("link_payload_bandwidth", m.link_payload_bw);
     w.field("nvlink_port_utilisation", m.nvlink_util).field("nic_utilisation", m.nic_util);

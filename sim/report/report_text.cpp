@@ -28,7 +28,7 @@ std::vector<std::vector<std::string>> rows(const Report& rep, size_t max_ops) {
     if (m.collective) {
       // A collective has no FLOPs: its bus bandwidth takes the throughput column, its busiest
       // link's use the utilisation column.
-      out.push_back({o->name, o->kind, m.algorithm, o->shape, units::format(m.time_s, units::Dim::Time),
+      out.push_back({o->name, o->kind, m.algorithm + "/" + m.protocol, o->shape, units::format(m.time_s, units::Dim::Time),
                      "bus " + units::format(m.busbw, units::Dim::Bandwidth), "-",
                      "link " + pct(std::max(m.nvlink_util, m.nic_util)), "-", "-", m.bound});
       continue;

@@ -30,7 +30,7 @@ std::string to_timeline(const Report& rep) {
       w.field("ts", m.start_s * 1e6).field("dur", m.time_s * 1e6);
       w.field("pid", static_cast<long long>(d)).field("tid", static_cast<long long>(o.stream));
       w.key("args").begin_object().field("shape", o.shape).field("bound", m.bound);
-      if (m.collective) w.field("algorithm", m.algorithm).field("busbw_GBps", m.busbw / 1e9);
+      if (m.collective) w.field("algorithm", m.algorithm).field("protocol", m.protocol).field("busbw_GBps", m.busbw / 1e9);
       else w.field("tflops", m.tflops);
       w.end_object();
       w.end_object();

@@ -38,12 +38,12 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
       {OpKind::strided_read, {"footprint", "stride", "access", "passes"}},
       {OpKind::instruction_loop, {"instruction", "count", "warps", "macs_per_instruction"}},
       {OpKind::delay, {"duration"}},
-      {OpKind::all_reduce, {"bytes", "algorithm"}},
-      {OpKind::all_gather, {"bytes", "algorithm"}},
-      {OpKind::reduce_scatter, {"bytes", "algorithm"}},
-      {OpKind::all_to_all, {"bytes", "algorithm"}},
-      {OpKind::broadcast, {"bytes", "algorithm"}},
-      {OpKind::send_recv, {"bytes", "algorithm"}},
+      {OpKind::all_reduce, {"bytes", "algorithm", "protocol"}},
+      {OpKind::all_gather, {"bytes", "algorithm", "protocol"}},
+      {OpKind::reduce_scatter, {"bytes", "algorithm", "protocol"}},
+      {OpKind::all_to_all, {"bytes", "algorithm", "protocol"}},
+      {OpKind::broadcast, {"bytes", "algorithm", "protocol"}},
+      {OpKind::send_recv, {"bytes", "algorithm", "protocol"}},
   };
   return keys;
 }
@@ -499,6 +499,8 @@ class Parser {
         if (!(o.bytes >= 0 && o.bytes <= std::pow(2.0, 50))) fail(cx.at(b), path + ".bytes", "must be between 0 and 1 PiB");
         if (const YAML::Node a = n["algorithm"])
           o.algorithm = get_choice(cx, a, path + ".algorithm", {"auto", "ring", "tree", "nvls", "direct"});
+        if (const YAML::Node pr = n["protocol"])
+          o.protocol = get_choice(cx, pr, path + ".protocol", {"auto", "ll", "ll128", "simple"});
         if (o.kind == OpKind::send_recv && (o.all_devices || o.devices.size() != 2))
           fail(cx.at(n), path + ".devices", "a send_recv needs devices: [sender, receiver]");
         if (!o.all_devices && o.devices.size() < 2 && o.kind != OpKind::send_recv)

@@ -72,10 +72,11 @@ struct Op {
   // delay: the device is busy for `duration_s` doing work the trace does not describe (an
   // imported kernel of unknown kind, kept as a timed gap).
   double duration_s = 0;
-  // Collectives: nccl-tests' size (collective.h: CollectiveJob::bytes) and the algorithm
-  // (auto, ring, tree, nvls, direct).
+  // Collectives: nccl-tests' size (collective.h: CollectiveJob::bytes), the algorithm (auto,
+  // ring, tree, nvls, direct) and NCCL's protocol (auto, ll, ll128, simple).
   double bytes = 0;
   std::string algorithm = "auto";
+  std::string protocol = "auto";
 
   bool is_collective() const { return kind >= OpKind::all_reduce; }
 

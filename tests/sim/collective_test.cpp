@@ -29,12 +29,19 @@ double d(const YAML::Node& n) { return n.as<double>(); }
 // Seconds from the resolved config's values, as the model reads them.
 struct Link {
   double payload, hop, launch;
+  xpusim::ProtocolParams ll, ll128, simple;
 };
 Link link_of(const std::string& cfg, const std::vector<std::string>& sets = {}) {
   const auto c = xpusim::config::load_config(cfg, sets);
   const auto& g = c.chip.gpu;
+  xpusim::ProtocolParams simple = g.collectives.simple;
+  simple.slice_bytes = g.collectives.slice_bytes;
   return {g.nvlink.links * g.nvlink.link_bandwidth * g.nvlink.efficiency,
-          2 * g.nvlink.latency_s + g.nvswitch.latency_s, g.collectives.launch_s};
+          2 * g.nvlink.latency_s + g.nvswitch.latency_s,
+          g.collectives.launch_s,
+          g.collectives.ll,
+          g.collectives.ll128,
+          simple};
 }
 }  // namespace
 
@@ -72,24 +79,80 @@ TEST_CASE("bus bandwidth never exceeds what the links carry", "[sim][collective]
 TEST_CASE("ring all-reduce takes 2(n-1)/n x size / bandwidth plus 2(n-1) hop latencies", "[sim][collective]") {
   const Link l = link_of(kDgx);
   const double n = 8;
-  SECTION("large: bandwidth term") {
+  SECTION("large: bandwidth term (Simple: its base cost; the many slices in flight hide the hops' latency)") {
     const double S = 1073741824.0;
     const double t = d(simulate(kDgx, coll("all_reduce", S, ", algorithm: ring"))["ops"][0]["time_s"]);
-    const double expect = l.launch + 2 * (n - 1) / n * S / l.payload + 2 * (n - 1) * l.hop;
+    const double expect = l.launch + l.simple.base_s + 2 * (n - 1) / n * S / l.payload;
     INFO("simulated " << t * 1e3 << " ms, closed form " << expect * 1e3 << " ms");
     CHECK(t == Approx(expect).epsilon(0.01));
   }
-  SECTION("small: latency term") {
+  SECTION("small: latency term (LL: twice the bytes on the wire, no flag round)") {
     const double S = 8192.0;  // one slice per step: each of the 2(n-1) steps pays a hop and S/n of wire time
     const double t = d(simulate(kDgx, coll("all_reduce", S, ", algorithm: ring"))["ops"][0]["time_s"]);
-    const double expect = l.launch + 2 * (n - 1) * (l.hop + S / n / l.payload);
+    const double expect =
+        l.launch + l.ll.base_s + 2 * (n - 1) * (l.hop + l.ll.hop_s + S / n / (l.payload * l.ll.efficiency));
     INFO("simulated " << t * 1e6 << " us, closed form " << expect * 1e6 << " us");
     CHECK(t == Approx(expect).epsilon(0.01));
   }
   SECTION("all-gather: (n-1)/n x size") {
     const double S = 1073741824.0;
     const double t = d(simulate(kDgx, coll("all_gather", S))["ops"][0]["time_s"]);
-    CHECK(t == Approx(l.launch + (n - 1) / n * S / l.payload + (n - 1) * l.hop).epsilon(0.01));
+    CHECK(t == Approx(l.launch + l.simple.base_s + (n - 1) / n * S / l.payload).epsilon(0.01));
+  }
+}
+
+TEST_CASE("NCCL's protocols: each its wire share, base and per-hop cost; the tuner's choice by size", "[sim][collective]") {
+  const Link l = link_of(kDgx);
+  auto run = [](double bytes, const std::string& extra) {
+    return simulate(kDgx, coll("all_reduce", bytes, ", algorithm: ring" + extra))["ops"][0];
+  };
+  SECTION("the links carry each protocol's flags: LL twice the data, LL128 128/120 of it") {
+    const double S = 64.0 * 1048576;
+    const double simple = d(run(S, ", protocol: simple")["collective"]["nvlink_bytes"]);
+    CHECK(d(run(S, ", protocol: ll")["collective"]["nvlink_bytes"]) == Approx(simple / l.ll.efficiency).epsilon(1e-6));
+    CHECK(d(run(S, ", protocol: ll128")["collective"]["nvlink_bytes"]) == Approx(simple / l.ll128.efficiency).epsilon(1e-6));
+    CHECK(l.ll.efficiency == Approx(0.5));
+    CHECK(l.ll128.efficiency == Approx(120.0 / 128));
+  }
+  SECTION("small messages run LL, mid-size LL128, large Simple, and auto never loses to a forced protocol by much") {
+    CHECK(run(8192, "")["collective"]["protocol"].as<std::string>() == "ll");
+    CHECK(run(1073741824.0, "")["collective"]["protocol"].as<std::string>() == "simple");
+    for (double S = 8192; S <= 1073741824.0; S *= 8) {
+      double best = 1e30;
+      for (const char* p : {"ll", "ll128", "simple"}) best = std::min(best, d(run(S, std::string(", protocol: ") + p)["time_s"]));
+      const YAML::Node a = run(S, "");
+      INFO(S << " B: auto ran " << a["collective"]["protocol"].as<std::string>() << " in " << d(a["time_s"]) * 1e6
+              << " us, the best forced protocol " << best * 1e6 << " us");
+      CHECK(d(a["time_s"]) <= best * 1.10);
+    }
+  }
+  SECTION("channels: a chunk smaller than channels x step moves as one step, paying a step's latency") {
+    // 16 MiB over 4 GPUs: 4 MiB chunks, 1/24 of a 512 KiB step per channel.
+    const double S = 16.0 * 1048576;
+    const std::string four = ", devices: [0, 1, 2, 3], protocol: simple";
+    const double t24 = d(run(S, four)["time_s"]);
+    const double t1 = d(simulate(kDgx, coll("all_reduce", S, ", algorithm: ring" + four), {"collectives.channels=1"})["ops"][0]["time_s"]);
+    const double expect = l.launch + l.simple.base_s + 6 * (l.hop + l.simple.hop_s + S / 4 / l.payload);
+    INFO("24 channels " << t24 * 1e6 << " us (closed form " << expect * 1e6 << " us), one channel " << t1 * 1e6 << " us");
+    CHECK(t24 == Approx(expect).epsilon(0.01));
+    CHECK(t1 < t24 * 0.9);  // one channel's 512 KiB slices pipeline the steps and hide their latency
+  }
+  SECTION("auto weighs nvls against the ring as NCCL's tuner does; nvls runs Simple only") {
+    auto choice = [](double bytes) {
+      const YAML::Node c = simulate(kDgx, coll("all_reduce", bytes))["ops"][0]["collective"];
+      return c["algorithm"].as<std::string>() + "/" + c["protocol"].as<std::string>();
+    };
+    CHECK(choice(8192) == "ring/ll");  // NCCL's tuner charges nvls collectives.nvls_tuner_latency
+    CHECK(choice(64.0 * 1048576) == "nvls/simple");
+    CHECK(simulate(kDgx, coll("all_reduce", 8192), {"collectives.nvls_tuner_latency=0 s"})["ops"][0]["collective"]["algorithm"]
+              .as<std::string>() == "nvls");
+    const auto cfg = xpusim::config::load_config(kDgx, {});
+    const auto tr = xpusim::trace::load_trace(temp_file(coll("all_reduce", 1048576, ", algorithm: nvls, protocol: ll")));
+    CHECK_THAT(error_of([&] { xpusim::engine::lower_all(cfg, tr); }), Catch::Contains("nvls runs the simple protocol only"));
+    CHECK_THAT(error_of([] { xpusim::trace::load_trace(temp_file(coll("all_reduce", 1048576, ", protocol: ll64"))); }),
+               Catch::Contains("ops[0].protocol"));
+    CHECK_THAT(error_of([] { xpusim::config::load_config(kDgx, {"collectives.protocol=fast"}); }),
+               Catch::Contains("collectives.protocol"));
   }
 }
 
