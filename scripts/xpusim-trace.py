@@ -221,6 +221,8 @@ def layer_ops(c, a, devices=None):
             att["seq_kv"] = seq_kv
         if causal:
             att["causal"] = True
+        if a.kv_page:
+            att["kv_page"] = a.kv_page
         ops.append(att)
     else:
         # As an unfused implementation runs it: the whole score matrix, masked, one head at a time.
@@ -470,6 +472,9 @@ def main():
                     help="serving (default): the fused kernels serving engines run (residual add inside the next "
                          "norm, RoPE with the KV-cache append, SwiGLU in one kernel); none: PyTorch eager's kernels "
                          "(RMSNorm as eight, RoPE as five per tensor, SiLU and the product apart)")
+    ap.add_argument("--kv-page", type=int, default=0,
+                    help="fused attention reads a paged KV cache of this many tokens per page, through a block "
+                         "table, as vLLM (16) and TensorRT-LLM (64) keep it (default 0: contiguous)")
     ap.add_argument("--sparsity", choices=["2:4"], default=None, help="2:4 sparse weights")
     ap.add_argument("--layers", type=int, default=0, help="generate only the first N layers (default all)")
     ap.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (default 1)")
@@ -491,6 +496,10 @@ def main():
             fail(f"--{flag} must be at least 1")
     if a.layers < 0:
         fail("--layers must be positive")
+    if a.kv_page < 0:
+        fail("--kv-page must be 0 (contiguous) or a page size in tokens")
+    if a.kv_page and a.attention != "fused":
+        fail("--kv-page: only the fused attention kernel reads a paged cache; use --attention fused")
     for flag in ("tp", "pp", "dp", "microbatches"):
         if getattr(a, flag) < 1:
             fail(f"--{flag} must be at least 1")

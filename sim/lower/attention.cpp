@@ -1,6 +1,7 @@
 // Fused attention: what every architecture's kernel shares, and the choice of variant.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "sim/config/units.h"
 #include "sim/lower/attention_program.h"
@@ -90,16 +91,50 @@ void AttentionProgram::prologue(uint64_t cta, StepWork& w) const {
   w.instr_mem = 1;
 }
 
+int64_t AttentionProgram::page_slot(int64_t b, int64_t p) const {
+  // A multiplicative scatter of the pool (coprime multiplier: a bijection), so that a
+  // sequence's consecutive pages land far apart, as an allocator serving many requests leaves
+  // them.
+  const int64_t pool = batch * pages_per_seq();
+  int64_t mult = pool * 5 / 8 + 1;
+  while (std::gcd(mult, pool) != 1) ++mult;
+  // Both factors are below the pool's size, so the product stays within 64 bits for pools of
+  // up to 2^32 pages; larger pools (not a real cache) keep their pages in order.
+  if (pool >= (int64_t{1} << 32)) return b * pages_per_seq() + p;
+  return static_cast<int64_t>(static_cast<uint64_t>(b * pages_per_seq() + p) % static_cast<uint64_t>(pool) *
+                              static_cast<uint64_t>(mult % pool) % static_cast<uint64_t>(pool));
+}
+
+void AttentionProgram::kv_loads(int64_t b, int64_t kvh, int64_t k0, int64_t rows, StepWork& w) const {
+  const uint64_t row_bytes = bytes_of(static_cast<uint64_t>(d), in_bits);
+  const uint64_t stride = bytes_of(static_cast<uint64_t>(kv_heads * d), in_bits);
+  if (page == 0) {
+    const uint64_t off = bytes_of(static_cast<uint64_t>(((b * skv + k0) * kv_heads + kvh) * d), in_bits);
+    w.loads.push_back({k + off, static_cast<uint64_t>(rows), row_bytes, stride});
+    w.loads.push_back({v + off, static_cast<uint64_t>(rows), row_bytes, stride});
+    w.instr_mem += 2;
+    return;
+  }
+  // The block-table entries of the pages this block spans, then each page's rows of K and V.
+  const int64_t first = k0 / page, last = (k0 + rows - 1) / page;
+  const uint64_t entries = static_cast<uint64_t>(last - first + 1) * 4;
+  w.loads.push_back({table + static_cast<uint64_t>(b * pages_per_seq() + first) * 4, 1, entries, entries});
+  w.instr_mem += 1;
+  for (int64_t pg = first; pg <= last; ++pg) {
+    const int64_t lo = std::max(k0, pg * page), hi = std::min(k0 + rows, (pg + 1) * page);
+    const uint64_t off = bytes_of(static_cast<uint64_t>(((page_slot(b, pg) * page + (lo - pg * page)) * kv_heads + kvh) * d), in_bits);
+    w.loads.push_back({k + off, static_cast<uint64_t>(hi - lo), row_bytes, stride});
+    w.loads.push_back({v + off, static_cast<uint64_t>(hi - lo), row_bytes, stride});
+    w.instr_mem += 2;
+  }
+}
+
 void AttentionProgram::decode_step(uint64_t cta, uint64_t s, StepWork& w) const {
   int64_t b, kvh, split;
   decode_coords(cta, b, kvh, split);
   const int64_t k0 = (split_begin(split) + static_cast<int64_t>(s)) * bkv;
   const int64_t rows = std::min(bkv, skv - k0);
-  const uint64_t off = bytes_of(static_cast<uint64_t>(((b * skv + k0) * kv_heads + kvh) * d), in_bits);
-  const uint64_t row_bytes = bytes_of(static_cast<uint64_t>(d), in_bits);
-  const uint64_t stride = bytes_of(static_cast<uint64_t>(kv_heads * d), in_bits);
-  w.loads.push_back({k + off, static_cast<uint64_t>(rows), row_bytes, stride});
-  w.loads.push_back({v + off, static_cast<uint64_t>(rows), row_bytes, stride});
+  kv_loads(b, kvh, k0, rows, w);
   // The MMAs compute the whole bq-row block (the group's rows padded); the softmax only the
   // real rows.
   w.tensor_macs = 2.0 * static_cast<double>(bq * bkv) * static_cast<double>(d);
@@ -108,7 +143,6 @@ void AttentionProgram::decode_step(uint64_t cta, uint64_t s, StepWork& w) const 
   w.fp32_ops = 4.0 * scores + static_cast<double>(decode_rows() * d);
   w.sfu_ops = scores;
   w.instr_simt = (w.fp32_ops + w.sfu_ops) / 32.0;
-  w.instr_mem = 2;
   w.smem_write_bytes = 2.0 * static_cast<double>(rows * d) * in_bits / 8.0;
   mma_costs(rows, w);
 }
@@ -148,11 +182,7 @@ void AttentionProgram::step(uint64_t cta, uint64_t s, StepWork& w) const {
   const int64_t kvh = h / (heads / kv_heads);
   const int64_t k0 = static_cast<int64_t>(s) * bkv;
   const int64_t rows = std::min(bkv, kv_end(qb) - k0);
-  const uint64_t off = bytes_of(static_cast<uint64_t>(((b * skv + k0) * kv_heads + kvh) * d), in_bits);
-  const uint64_t row_bytes = bytes_of(static_cast<uint64_t>(d), in_bits);
-  const uint64_t stride = bytes_of(static_cast<uint64_t>(kv_heads * d), in_bits);
-  w.loads.push_back({k + off, static_cast<uint64_t>(rows), row_bytes, stride});
-  w.loads.push_back({v + off, static_cast<uint64_t>(rows), row_bytes, stride});
+  kv_loads(b, kvh, k0, rows, w);
   const double tile = static_cast<double>(bq * bkv);
   w.tensor_macs = 2.0 * tile * static_cast<double>(d);  // S = QK^T and O += PV
   w.tensor_dtype = dtype;
@@ -161,7 +191,6 @@ void AttentionProgram::step(uint64_t cta, uint64_t s, StepWork& w) const {
   w.fp32_ops = 4.0 * tile + static_cast<double>(bq * d);
   w.sfu_ops = tile;
   w.instr_simt = (w.fp32_ops + w.sfu_ops) / 32.0;
-  w.instr_mem = 2;
   // Shared memory: K and V tiles land (the MMAs' reads are the variant's).
   w.smem_write_bytes = 2.0 * static_cast<double>(rows * d) * in_bits / 8.0;
   mma_costs(rows, w);
@@ -207,12 +236,17 @@ LoweredOp Lowering::attention(const Op& op) {
   if (p->decode) p->choose_splits(gpu_.sm.count);
   const double ei = p->in_bits / 8.0;
   p->q = alloc(static_cast<double>(op.batch * op.seq_q * op.heads * op.head_dim) * ei);
-  p->k = alloc(static_cast<double>(op.batch * op.seq_kv * op.kv_heads * op.head_dim) * ei);
-  p->v = alloc(static_cast<double>(op.batch * op.seq_kv * op.kv_heads * op.head_dim) * ei);
+  p->page = op.kv_page;
+  // Paged, the pools hold whole pages (the last page of each sequence partly filled).
+  const double kv_tokens = static_cast<double>(op.batch) * static_cast<double>(p->page > 0 ? p->pages_per_seq() * p->page : op.seq_kv);
+  p->k = alloc(kv_tokens * static_cast<double>(op.kv_heads * op.head_dim) * ei);
+  p->v = alloc(kv_tokens * static_cast<double>(op.kv_heads * op.head_dim) * ei);
+  if (p->page > 0) p->table = alloc(static_cast<double>(op.batch * p->pages_per_seq()) * 4.0);
   p->o = alloc(static_cast<double>(op.batch * op.seq_q * op.heads * op.head_dim) * p->out_bits / 8.0);
   if (p->splits > 1)
     p->ws = alloc(static_cast<double>(op.batch * op.kv_heads * (p->splits - 1) * p->decode_rows() * (op.head_dim + 1)) * 4.0);
   p->description = p->describe();
+  if (p->page > 0) p->description += ", paged KV (" + std::to_string(p->page) + "-token pages)";
   if (p->decode)
     p->description += ", decode: " + std::to_string(p->decode_rows()) + " query row" + (p->decode_rows() > 1 ? "s" : "") +
                       " per KV head" + (p->splits > 1 ? ", KV split " + std::to_string(p->splits) + " ways (flash-decoding)" : "");

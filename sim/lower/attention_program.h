@@ -22,6 +22,14 @@ class AttentionProgram : public KernelProgram {
   uint64_t q = 0, k = 0, v = 0, o = 0;
   int64_t q_blocks = 0;
 
+  // Paged KV (trace::Op::kv_page): K and V live in pools of pages of `page` tokens; page p of
+  // sequence b sits at slot page_slot(b, p), a fixed scatter of the pool, which the kernel reads
+  // from the sequence's block table (4 bytes per page) before loading the page's rows.
+  int64_t page = 0;  // 0: contiguous
+  uint64_t table = 0;
+  int64_t pages_per_seq() const { return page > 0 ? (skv + page - 1) / page : 0; }
+  int64_t page_slot(int64_t b, int64_t p) const;
+
   // Decode (flash-decoding): where the query rows of one KV head's group (seq_q x heads /
   // kv_heads) fit one MMA block, a CTA takes a (batch, KV head) pair with all its query heads,
   // and the KV sequence is split over `splits` CTAs so that the pairs fill the SMs. Every split
@@ -63,6 +71,9 @@ class AttentionProgram : public KernelProgram {
   void decode_step(uint64_t cta, uint64_t s, StepWork& w) const;
   void decode_epilogue(uint64_t cta, StepWork& w) const;
   int64_t kv_end(int64_t qb) const;
+  // The loads of K and V rows k0..k0+rows of KV head kvh of sequence b (and, paged, of their
+  // block-table entries), and their memory instructions.
+  void kv_loads(int64_t b, int64_t kvh, int64_t k0, int64_t rows, StepWork& w) const;
   uint64_t q_addr(int64_t b, int64_t row, int64_t h) const;
 };
 

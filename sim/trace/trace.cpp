@@ -32,7 +32,7 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
       {OpKind::reduction, {"shape"}},
       {OpKind::softmax, {"shape"}},
       {OpKind::layernorm, {"shape", "inputs"}},
-      {OpKind::attention, {"batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal"}},
+      {OpKind::attention, {"batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal", "kv_page"}},
       {OpKind::conv2d, {"batch", "h", "w", "c", "k", "r", "s", "stride", "pad", "weight_dtype", "weight_group"}},
       {OpKind::pointer_chase, {"footprint", "stride", "loads", "warmup"}},
       {OpKind::strided_read, {"footprint", "stride", "access", "passes"}},
@@ -431,6 +431,7 @@ class Parser {
         o.seq_q = dim("seq_q");
         o.seq_kv = opt_dim("seq_kv", o.seq_q, 1);
         o.head_dim = dim("head_dim");
+        o.kv_page = opt_dim("kv_page", 0, 0);
         if (n["causal"]) o.causal = get_bool(cx, n["causal"], path + ".causal");
         if (o.heads % o.kv_heads != 0)
           fail(cx.at(n), path + ".kv_heads", "heads (" + std::to_string(o.heads) + ") must be a multiple of kv_heads (" +

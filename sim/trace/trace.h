@@ -53,8 +53,10 @@ struct Op {
   int inputs = 1;                  // elementwise: input tensors read
   double flops_per_element = 1;    // elementwise
   // attention (fused, FlashAttention-style): Q [batch, seq_q, heads, head_dim],
-  // K/V [batch, seq_kv, kv_heads, head_dim]
-  int64_t heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  // K/V [batch, seq_kv, kv_heads, head_dim]; with kv_page > 0 the KV cache is paged: pages of
+  // kv_page tokens ([kv_page, kv_heads, head_dim] each) anywhere in a pool, found through each
+  // sequence's block table, as vLLM's and TensorRT-LLM's caches are.
+  int64_t heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0, kv_page = 0;
   bool causal = false;
   // conv2d: input NHWC [batch, h, w, c], filter KRSC [k, r, s, c]
   int64_t h = 0, w = 0, c = 0, r = 0, s = 0, stride = 1, pad = 0;

@@ -2,7 +2,10 @@
 // what each kernel costs around its work (launch gap, grid start and end, eager launches).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "helpers.h"
 #include "sim/config/config_loader.h"
@@ -171,4 +174,48 @@ TEST_CASE("attention with 256-wide heads narrows its tiles until a CTA fits an S
   // And it runs to the end (it stalled when the CTA fitted no SM).
   const YAML::Node r = simulate(kH100, "xpusim_trace: 1\nops:\n  - {name: a, kind: attention, heads: 16, seq_q: 512, head_dim: 256, causal: true}\n");
   CHECK(op_time(r) > 0);
+}
+
+TEST_CASE("paged KV: the same K and V rows read through block tables, scattered in the pool", "[sim][serving]") {
+  const auto cfg = config::load_config(kH100);
+  lower::Lowering l(cfg.chip.gpu);
+  trace::Op op;
+  op.name = "a";
+  op.kind = trace::OpKind::attention;
+  op.dtype = op.out_dtype = Dtype::fp16;
+  op.batch = 4, op.heads = 8, op.kv_heads = 2, op.seq_q = 1, op.seq_kv = 1000, op.head_dim = 128;
+  const Traffic flat = traffic(*l.lower(op).program);
+  for (int64_t page : {16, 64, 256}) {
+    op.kv_page = page;
+    const auto p = std::dynamic_pointer_cast<const lower::AttentionProgram>(l.lower(op).program);
+    REQUIRE(p);
+    INFO(page << "-token pages");
+    CHECK_THAT(p->description, Catch::Contains("paged KV (" + std::to_string(page) + "-token pages)"));
+    // Every page of every sequence has its own slot.
+    std::vector<int64_t> slots;
+    for (int64_t b = 0; b < op.batch; ++b)
+      for (int64_t pg = 0; pg < p->pages_per_seq(); ++pg) slots.push_back(p->page_slot(b, pg));
+    std::sort(slots.begin(), slots.end());
+    CHECK(std::adjacent_find(slots.begin(), slots.end()) == slots.end());
+    CHECK(slots.back() == op.batch * p->pages_per_seq() - 1);
+    // A sequence's consecutive pages are not neighbours in the pool (when it has several).
+    if (p->pages_per_seq() > 2) CHECK(std::abs(p->page_slot(0, 1) - p->page_slot(0, 0)) > 1);
+    // The same K and V bytes and MACs; the extra loads are the block tables' entries, one per page
+    // of a KV block (a block spanning pages reads each entry it needs).
+    const Traffic t = traffic(*p);
+    CHECK(t.macs == Approx(flat.macs));
+    CHECK(t.stores == Approx(flat.stores));
+    CHECK(t.loads > flat.loads);
+    const double kv_blocks = static_cast<double>(op.batch * op.kv_heads) * static_cast<double>(p->kv_blocks());
+    const double max_entries = kv_blocks * (static_cast<double>(p->bkv) / static_cast<double>(page) + 1) * 4;
+    CHECK(t.loads - flat.loads <= max_entries);
+  }
+  // Run: a little slower than contiguous (rows of HBM opened more often), never faster by much.
+  const std::string base = decode_trace(64, 8, 1, 1152);
+  std::string paged = base;
+  paged.replace(paged.rfind('}'), 1, ", kv_page: 16}");
+  const YAML::Node rf = simulate(kH100, base), rp = simulate(kH100, paged);
+  CHECK(op_time(rp) >= op_time(rf) * 0.99);
+  CHECK(op_time(rp) <= op_time(rf) * 1.25);
+  CHECK(rp["ops"][0]["memory"]["hbm_activates"].as<double>() > rf["ops"][0]["memory"]["hbm_activates"].as<double>());
 }
