@@ -331,6 +331,10 @@ Schema make_gpu_schema() {
       .flag("gemm.split_k", &KernelLibParams::gemm_split_k, def("true"),
             "wgmma only: split a GEMM's K loop over several CTAs per output tile (serial reduction of fp32 partials "
             "by the last split) where the estimate says it pays, as cuBLAS and CUTLASS do for skinny GEMMs")
+      .flag("gemm.stream_k", &KernelLibParams::gemm_stream_k, def("true"),
+            "wgmma only: where the tiles leave a ragged last wave after at least two whole ones, run the last one to two "
+            "waves' worth of tiles stream-K (their K steps cut evenly over one CTA per SM, partial tiles fixed up "
+            "through a workspace) as CUTLASS's data-parallel + stream-K hybrid does, where the estimate says it pays")
       .flag("gemm.cta_pair", &KernelLibParams::gemm_cta_pair, def("false"),
             "tcgen05 only: 2-SM MMA, two CTAs of a cluster compute one tile of twice the rows, each loading half "
             "of the shared B tile (kernels.gemm.cluster_m must be even)")

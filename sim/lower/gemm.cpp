@@ -150,7 +150,32 @@ uint64_t GemmProgram::split_first(uint64_t split) const {
 }
 
 void GemmProgram::epilogue(uint64_t cta, StepWork& w) const {
-  if (splits == 1) return tile_epilogue(cta, w);
+  if (sk_ctas > 0 && cta >= dp_tiles) {
+    const int64_t c = static_cast<int64_t>(cta - dp_tiles);
+    const uint64_t I = k_steps(), s = sk_first(c), e = sk_first(c + 1);
+    if (e == s) return;
+    const uint64_t tile_bytes = static_cast<uint64_t>(bm * bn) * 4;
+    auto slot = [&](int64_t k) { return Strided{sk_ws + static_cast<uint64_t>(k) * tile_bytes, 1, tile_bytes, tile_bytes}; };
+    for (uint64_t t = s / I; t <= (e - 1) / I; ++t) {
+      if ((t + 1) * I > e) {  // ends inside this tile: its partial out
+        w.stores.push_back(slot(c));
+        w.instr_mem += 1;
+        w.fp32_ops += static_cast<double>(bm * bn);
+        w.instr_simt += static_cast<double>(bm * bn) / 32.0;
+        continue;
+      }
+      // Finishes tile t: the partials of the CTAs before it that worked on t, added.
+      for (int64_t k = c - 1; k >= 0 && sk_first(k + 1) > t * I; --k) {
+        w.loads.push_back(slot(k));
+        w.instr_mem += 1;
+        w.fp32_ops += static_cast<double>(bm * bn);
+        w.instr_simt += static_cast<double>(bm * bn) / 32.0;
+      }
+      tile_epilogue(dp_tiles + t, w);
+    }
+    return;
+  }
+  if (sk_ctas > 0 || splits == 1) return tile_epilogue(cta, w);
   const uint64_t tile = cta % tiles(), split = cta / tiles();
   int64_t bi, tm, tn;
   tile_of(tile, bi, tm, tn);
@@ -239,6 +264,63 @@ void GemmProgram::choose_splits(const config::GpuConfig& gpu, double eff_rate) {
       best = est;
       splits = s;
     }
+  }
+}
+
+double GemmProgram::stream_k_estimate_s(const config::GpuConfig& gpu, double eff_rate, int64_t ctas, uint64_t dp,
+                                        double* tensor_s) const {
+  // As split_estimate_s, with the work per SM balanced: the data-parallel tiles in whole waves,
+  // then the stream-K iterations spread evenly over `ctas` CTAs.
+  const SmParams& sm = gpu.sm;
+  const int cps = std::max(1, occupancy(sm, resources));
+  const double I = static_cast<double>(k_steps());
+  const double sk_iters = static_cast<double>(tiles() - dp) * I;
+  const double per_cta = std::ceil(sk_iters / static_cast<double>(ctas));
+  const double step_s = static_cast<double>(bm * bn * bk) / eff_rate / sm.clock_hz;
+  const double dp_waves = std::ceil(static_cast<double>(dp) / (static_cast<double>(sm.count) * cps));
+  const double idle_latency = (sm.l1_latency_cycles + gpu.l2.hit_latency_cycles) / sm.clock_hz +
+                              gpu.hbm.controller_latency_s + gpu.hbm.tRCD + gpu.hbm.tCL;
+  const double loaded_latency = 2 * idle_latency;
+  const double per_sm = std::min<double>(cps, std::ceil(static_cast<double>(ctas) / sm.count));
+  const double loop = std::max(1, stages);
+  const double compute_s = dp_waves * std::max(cps * I * step_s, I * loaded_latency / loop) +
+                           (sk_iters > 0 ? std::max(per_sm * per_cta * step_s, per_cta * loaded_latency / loop) : 0.0);
+  if (tensor_s) *tensor_s = compute_s;
+  const double ei = in_bits / 8.0;
+  const double hbm_s = static_cast<double>(batch) * (M * K * ei + static_cast<double>(K) * N * b_elem_bytes + M * N * out_bits / 8.0) /
+                       gpu.hbm.peak_bandwidth();
+  const double l2_s = static_cast<double>(tiles()) * I * bk * (bm * ei + static_cast<double>(bn) / cluster * b_elem_bytes) / gpu.l2.bandwidth;
+  // Fixup: at most one partial per stream-K CTA, written and read back, each tile's adds.
+  const double fixup_s = static_cast<double>(ctas) * static_cast<double>(bm * bn) * 4.0 * 2.0 / gpu.l2.bandwidth + idle_latency +
+                         static_cast<double>(bm * bn) * 2.0 / sm.fp32_lanes / sm.clock_hz;
+  return std::max({compute_s, hbm_s, l2_s}) + fixup_s;
+}
+
+void GemmProgram::choose_stream_k(const config::GpuConfig& gpu, double eff_rate) {
+  sk_ctas = 0;
+  dp_tiles = 0;
+  if (conv || splits > 1) return;
+  const int cps = std::max(1, occupancy(gpu.sm, resources));
+  const uint64_t slots = static_cast<uint64_t>(gpu.sm.count) * static_cast<uint64_t>(cps);
+  const uint64_t T = tiles();
+  // Only a ragged last wave after at least two whole ones: whole waves need nothing, fewer tiles
+  // than SMs are split-K's, and between one and two waves' worth, every tile would be stream-K:
+  // its CTAs, each starting at another K step of another tile, lose the L2 reuse of a wave's
+  // CTAs stepping through K together (a 1024x7168x8192 GEMM ran 32% slower so).
+  if (T < 2 * slots || T % slots == 0 || k_steps() < 2 * static_cast<uint64_t>(std::max(1, stages))) return;
+  // CUTLASS's hybrid: all but the last one to two waves' worth of tiles data-parallel, the rest
+  // stream-K over one CTA per slot.
+  const uint64_t dp = (T / slots - 1) * slots;
+  const int64_t ctas = static_cast<int64_t>(slots);
+  // The waves' tensor work must shrink by a tenth, and the whole estimate (memory bounds and the
+  // fixup included) must not grow: the L2 and HBM bounds of this estimate are loose, so they
+  // may hide a gain the SMs would see, but they must not hide a loss.
+  double dp_tensor = 0, sk_tensor = 0;
+  const double dp_est = stream_k_estimate_s(gpu, eff_rate, ctas, T, &dp_tensor);
+  const double sk_est = stream_k_estimate_s(gpu, eff_rate, ctas, dp, &sk_tensor);
+  if (sk_tensor < 0.9 * dp_tensor && sk_est <= dp_est) {
+    sk_ctas = ctas;
+    dp_tiles = dp;
   }
 }
 
@@ -343,10 +425,12 @@ LoweredOp Lowering::gemm(const Op& op) {
   // Split-K where a skinny GEMM leaves SMs idle (one CTA per tile; tcgen05's persistent CTAs
   // balance their own work).
   if (!tcgen05 && kl.gemm_split_k) p->choose_splits(gpu_, rate * (op.sparse_2_4 ? 2 : 1));
+  // Stream-K where the tiles leave a ragged last wave (tcgen05's persistent CTAs balance their own).
+  if (!tcgen05 && kl.gemm_stream_k) p->choose_stream_k(gpu_, rate * (op.sparse_2_4 ? 2 : 1));
   // A CTA's K steps repeat one another (a short last one is never left out), the block scales'
   // rows every scale_group / bk steps. A persistent CTA of several tiles drains a tile's
   // accumulators every k_steps, and a convolution's steps walk the filter window: no period.
-  if (!p->conv && p->steps(0) == p->split_steps(0)) {
+  if (!p->conv && p->sk_ctas == 0 && p->steps(0) == p->split_steps(0)) {
     if (p->scale_group == 0 || p->bk % p->scale_group == 0) p->step_period = 1;
     else if (p->scale_group % p->bk == 0) p->step_period = static_cast<uint64_t>(p->scale_group / p->bk);
   }
@@ -359,8 +443,12 @@ LoweredOp Lowering::gemm(const Op& op) {
     p->scales = alloc(b_sets * std::ceil(static_cast<double>(p->K) / static_cast<double>(p->scale_group)) * p->N * p->scale_bits / 8.0);
   p->c = alloc(static_cast<double>(p->batch) * p->M * p->N * p->out_bits / 8.0);
   if (p->splits > 1) p->ws = alloc(static_cast<double>(p->tiles()) * static_cast<double>(p->splits - 1) * p->bm * p->bn * 4.0);
+  if (p->sk_ctas > 0) p->sk_ws = alloc(static_cast<double>(p->sk_ctas) * p->bm * p->bn * 4.0);
   std::string d = p->describe();
   if (p->splits > 1) d += ", split-K " + std::to_string(p->splits) + " (serial reduction)";
+  if (p->sk_ctas > 0)
+    d += ", stream-K: " + std::to_string(p->tiles() - p->dp_tiles) + " tiles over " + std::to_string(p->sk_ctas) + " CTAs" +
+         (p->dp_tiles > 0 ? " after " + std::to_string(p->dp_tiles) + " data-parallel" : "");
   if (op.weight_only())
     d += ", " + op.weight_format + " weights" + (p->dequant_ops > 0 ? " converted to " + std::string(dtype_name(op.dtype)) : " (native block scaling)");
   p->description = d;

@@ -54,14 +54,50 @@ class GemmProgram : public KernelProgram {
   uint64_t split_first(uint64_t split) const;  // first K step of a split
   uint64_t split_steps(uint64_t split) const { return split_first(split + 1) - split_first(split); }
 
+  // Stream-K (CUTLASS's data-parallel + stream-K hybrid): the first `dp_tiles` tiles run one
+  // CTA each; the K steps of the other tiles, tile after tile, are cut into `sk_ctas` equal
+  // ranges, one CTA each, which may start and end inside a tile. A CTA that ends inside a tile
+  // stores its fp32 partial (one workspace slot per CTA); the CTA that finishes the tile loads
+  // the partials of the CTAs before it that worked on it, adds them and stores the output.
+  // 0: no stream-K.
+  int64_t sk_ctas = 0;
+  uint64_t dp_tiles = 0;
+  uint64_t sk_ws = 0;
+  uint64_t sk_first(int64_t c) const {  // first of the stream-K iterations (K steps) of stream-K CTA c
+    return (tiles() - dp_tiles) * k_steps() * static_cast<uint64_t>(c) / static_cast<uint64_t>(sk_ctas);
+  }
+
   // One CTA per output tile and split, split-major: CTA c computes tile c % tiles() over split
-  // c / tiles()'s K range (the variants may schedule otherwise).
-  uint64_t num_ctas() const override { return tiles() * static_cast<uint64_t>(splits); }
-  uint64_t steps(uint64_t cta) const override { return split_steps(cta / tiles()); }
+  // c / tiles()'s K range (the variants may schedule otherwise); with stream-K, the data-parallel
+  // tiles' CTAs, then the stream-K CTAs.
+  uint64_t num_ctas() const override {
+    return sk_ctas > 0 ? dp_tiles + static_cast<uint64_t>(sk_ctas) : tiles() * static_cast<uint64_t>(splits);
+  }
+  uint64_t steps(uint64_t cta) const override {
+    if (sk_ctas > 0) {
+      if (cta < dp_tiles) return k_steps();
+      const int64_t c = static_cast<int64_t>(cta - dp_tiles);
+      return sk_first(c + 1) - sk_first(c);
+    }
+    return split_steps(cta / tiles());
+  }
   void step(uint64_t cta, uint64_t st, StepWork& w) const override {
+    if (sk_ctas > 0) {
+      if (cta < dp_tiles) return tile_step(cta, st, w);
+      const uint64_t i = sk_first(static_cast<int64_t>(cta - dp_tiles)) + st;
+      return tile_step(dp_tiles + i / k_steps(), i % k_steps(), w);
+    }
     tile_step(cta % tiles(), split_first(cta / tiles()) + st, w);
   }
   void epilogue(uint64_t cta, StepWork& w) const override;
+  // After choose_splits: stream-K for a ragged last wave after at least two whole ones (which
+  // split-K cannot fill), where its estimate of the SMs' work beats the data-parallel kernel's
+  // by a tenth and its whole estimate is no worse.
+  void choose_stream_k(const config::GpuConfig& gpu, double eff_rate);
+  // That estimate with the first `dp` tiles data-parallel and the rest stream-K over `ctas` CTAs
+  // (dp = tiles(): no stream-K); `tensor_s`, if given, receives its SMs' part alone.
+  double stream_k_estimate_s(const config::GpuConfig& gpu, double eff_rate, int64_t ctas, uint64_t dp,
+                             double* tensor_s = nullptr) const;
   // After choose_tile: the split count a library heuristic picks for the chosen tile, by an
   // estimate that also counts the latency of each CTA's K loop and the HBM traffic (what bounds
   // a skinny GEMM), with the partials' traffic and reduction charged; a split must save at

@@ -69,14 +69,23 @@ TEST_CASE("simulated time grows with work", "[sim][bounds]") {
 }
 
 TEST_CASE("wave quantisation emerges: one tile more than a wave costs a second wave", "[sim][bounds]") {
-  // 128x128 tiles, one CTA per SM: 132 tiles fill one wave of 132 SMs exactly.
-  const std::vector<std::string> one_tile = {"kernels.gemm.tiles=[128x128]"};
+  // 128x128 tiles, one CTA per SM: 132 tiles fill one wave of 132 SMs exactly. Data-parallel
+  // (one CTA per tile, no stream-K):
+  const std::vector<std::string> one_tile = {"kernels.gemm.tiles=[128x128]", "kernels.gemm.stream_k=false"};
   const double full = d(simulate(kH100, gemm_trace(128 * 12, 128 * 11, 4096), one_tile)["total"]["time_s"]);
   const double spill = d(simulate(kH100, gemm_trace(128 * 12 + 1, 128 * 11, 4096), one_tile)["total"]["time_s"]);
   const double alone = d(simulate(kH100, gemm_trace(128, 128, 4096), one_tile)["total"]["time_s"]);
   // The 133rd tile runs in a second wave of its own: the run takes a full wave plus one tile.
   CHECK(spill == Approx(full + alone).epsilon(0.1));
   CHECK(spill / full > 1.3);
+  // Two waves and one tile: stream-K spreads the last wave and the extra tile's K steps over
+  // the 132 SMs, about 1/132 of a wave more than two waves (and its fixup), not a third wave.
+  const std::vector<std::string> sk = {"kernels.gemm.tiles=[128x128]"};
+  const double two = d(simulate(kH100, gemm_trace(128 * 24, 128 * 11, 4096), one_tile)["total"]["time_s"]);
+  const double two_spill = d(simulate(kH100, gemm_trace(128 * 24 + 1, 128 * 11, 4096), one_tile)["total"]["time_s"]);
+  const double two_sk = d(simulate(kH100, gemm_trace(128 * 24 + 1, 128 * 11, 4096), sk)["total"]["time_s"]);
+  CHECK(two_spill / two > 1.2);
+  CHECK(two_sk < 0.9 * two_spill);
 }
 
 TEST_CASE("TMA multicast lowers L2 traffic and never slows a GEMM", "[sim][bounds]") {

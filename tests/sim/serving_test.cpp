@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <memory>
 #include <vector>
@@ -105,6 +106,60 @@ TEST_CASE("split-K never loses to the unsplit kernel by more than the reduction'
   const double split = op_time(simulate(kH100, gemm_trace(1, 1280, 8192)));
   const double whole = op_time(simulate(kH100, gemm_trace(1, 1280, 8192), {"kernels.gemm.split_k=false"}));
   CHECK(split < 0.67 * whole);
+}
+
+TEST_CASE("stream-K: the same MACs as the data-parallel kernel, each partial written once and read back once", "[sim][serving]") {
+  const auto on = config::load_config(kH100), off = config::load_config(kH100, {"kernels.gemm.stream_k=false"});
+  lower::Lowering lon(on.chip.gpu), loff(off.chip.gpu);
+  // 289 tiles of 128x128 on 132 SMs: 2.19 waves, a ragged third.
+  const trace::Op op = gemm_op(2176, 2176, 8192);
+  const auto sk = std::dynamic_pointer_cast<const lower::GemmProgram>(lon.lower(op).program);
+  const auto dp = std::dynamic_pointer_cast<const lower::GemmProgram>(loff.lower(op).program);
+  REQUIRE(sk);
+  REQUIRE(dp);
+  REQUIRE(sk->sk_ctas > 0);
+  CHECK(dp->sk_ctas == 0);
+  CHECK(sk->tiles() == dp->tiles());
+  CHECK(sk->num_ctas() == sk->dp_tiles + static_cast<uint64_t>(sk->sk_ctas));
+  CHECK_THAT(sk->description, Catch::Contains("stream-K"));
+  // Every K step of every tile exactly once.
+  uint64_t steps = 0;
+  for (uint64_t c = 0; c < sk->num_ctas(); ++c) steps += sk->steps(c);
+  CHECK(steps == sk->tiles() * sk->k_steps());
+  const Traffic s = traffic(*sk), w = traffic(*dp);
+  CHECK(s.macs == Approx(w.macs));
+  // A partial per stream-K CTA that ends inside a tile, stored once and loaded once by the CTA
+  // that finishes the tile; every tile's output stored once, as the data-parallel kernel does.
+  double partials = 0;
+  for (int64_t c = 0; c < sk->sk_ctas; ++c)
+    if (sk->sk_first(c + 1) % sk->k_steps() != 0 && sk->sk_first(c + 1) > sk->sk_first(c)) partials += 1;
+  CHECK(partials > 0);
+  const double tile_bytes = static_cast<double>(sk->bm * sk->bn) * 4;
+  CHECK(s.stores == Approx(w.stores + partials * tile_bytes));
+  CHECK(s.loads == Approx(w.loads + partials * tile_bytes));
+}
+
+TEST_CASE("stream-K runs where the last wave is ragged and never loses by more than its fixup", "[sim][serving]") {
+  const auto cfg = config::load_config(kH100);
+  lower::Lowering l(cfg.chip.gpu);
+  const double fixup_bound = 5e-6;  // a partial per SM through the L2 and one load latency: a few microseconds
+  for (auto shape : {std::array<long, 3>{2176, 2176, 8192}, {2560, 2560, 4096}, {3072, 3072, 4096}, {4096, 4096, 4096},
+                     {1024, 1024, 1024}, {16, 8192, 8192}}) {
+    const trace::Op op = gemm_op(shape[0], shape[1], shape[2]);
+    const auto p = std::dynamic_pointer_cast<const lower::GemmProgram>(l.lower(op).program);
+    REQUIRE(p);
+    const double with = op_time(simulate(kH100, gemm_trace(shape[0], shape[1], shape[2])));
+    const double without = op_time(simulate(kH100, gemm_trace(shape[0], shape[1], shape[2]), {"kernels.gemm.stream_k=false"}));
+    INFO(shape[0] << "x" << shape[1] << "x" << shape[2] << ": " << p->description << ": " << with * 1e6 << " us, data-parallel "
+                  << without * 1e6 << " us");
+    CHECK(with <= without + fixup_bound);
+    // Fewer than two waves of tiles are not stream-K's.
+    if (p->tiles() < 2 * 132) CHECK(p->sk_ctas == 0);
+  }
+  // 289 tiles in 3 waves against 2.19 waves' work: stream-K saves at least a tenth.
+  const double with = op_time(simulate(kH100, gemm_trace(2176, 2176, 8192)));
+  const double without = op_time(simulate(kH100, gemm_trace(2176, 2176, 8192), {"kernels.gemm.stream_k=false"}));
+  CHECK(with < 0.9 * without);
 }
 
 TEST_CASE("decode attention: a KV head's query group per CTA, K and V read once, the split combined", "[sim][serving]") {
