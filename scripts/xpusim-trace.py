@@ -44,7 +44,7 @@ import sys
 import yaml
 
 CARD_KEYS = {"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated", "vocab", "norm",
-             "experts", "top_k", "encoder", "family", "rope"}
+             "experts", "top_k", "encoder", "family", "rope", "context"}
 RESNET_KEYS = {"name", "family", "blocks", "width", "image", "classes"}
 FORMATS = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp8_e5m2", "int8", "int4", "fp4"}
 BLOCK_SCALED = {"mxfp4", "nvfp4"}  # weights only: fp4 elements with a scale per 32 / 16

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""scripts/xpusim-serve.py: the scheduler's bookkeeping against an analytic step model (Little's
+law, no request lost or counted twice, throughput within the step-time bound, a full KV cache
+preempting rather than overflowing, static against continuous batching), bad inputs, and one
+small run end to end on the engine. Run by ctest (scripts.serve) with the xpusim binary."""
+import argparse
+import importlib.util
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+XPUSIM = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(ROOT, "build", "xpusim")
+SCRIPT = os.path.join(ROOT, "scripts", "xpusim-serve.py")
+spec = importlib.util.spec_from_file_location("xpusim_serve", SCRIPT)
+serve = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(serve)
+
+
+class AnalyticSteps:
+    """Step times that grow with the batch and its tokens, as the engine's do."""
+
+    def __init__(self):
+        self.cache, self.simulated, self.bucket_checks = {}, 0, []
+
+    @staticmethod
+    def time(phase, batch, length):
+        if phase == "prefill":
+            return 1e-3 + 4e-5 * batch * length
+        return 5e-3 + 3e-5 * batch + 2e-9 * batch * length
+
+    def step(self, phase, batch, length, exact=False):
+        t = self.time(phase, batch, length)
+        return t, 600.0 * t
+
+
+class Replica:
+    def __init__(self, blocks):
+        self.blocks, self.kv_bytes_per_token, self.weights_per_gpu = blocks, 1, 1
+
+
+def args(**kw):
+    a = argparse.Namespace(block_size=16, scheduler="continuous", max_seqs=64, max_batched_tokens=8192,
+                           slo_ttft=None, slo_tpot=None, config="c", model="m", tp=1, weights="bf16", math=None,
+                           kv="bf16", rate=8.0, duration=120.0, arrivals="poisson", prompt_len="uniform:32:1024",
+                           output_len="uniform:8:256", seed=3)
+    for k, v in kw.items():
+        setattr(a, k, v)
+    return a
+
+
+def run(a, blocks=100000, reqs=None):
+    reqs = reqs if reqs is not None else serve.generate_requests(a, 4096)
+    steps = AnalyticSteps()
+    server = serve.Server(a, Replica(blocks), steps)
+    finished = server.run(reqs)
+    rows, s = serve.summarise(a, reqs, finished, server, Replica(blocks), steps)
+    return reqs, finished, server, rows, s
+
+
+class Scheduler(unittest.TestCase):
+    def test_no_request_is_lost_or_counted_twice(self):
+        for sched in ("continuous", "static"):
+            reqs, finished, _, rows, _ = run(args(scheduler=sched))
+            self.assertGreater(len(reqs), 500)
+            self.assertEqual(sorted(r["id"] for r in reqs), sorted(r["id"] for r in rows))
+            for row in rows:
+                self.assertGreaterEqual(row["ttft_s"], 0)
+                self.assertGreaterEqual(row["e2e_s"], row["ttft_s"])
+
+    def test_littles_law_on_a_steady_run(self):
+        # The mean number in the system, integrated step by step as the scheduler saw it, equals
+        # the arrival rate times the mean time in the system.
+        _, finished, server, rows, s = run(args(rate=6.0, duration=300.0))
+        lam = len(rows) / server.now
+        w = sum(r["e2e_s"] for r in rows) / len(rows)
+        self.assertAlmostEqual(s["mean_in_system"], lam * w, delta=0.01 * lam * w)
+
+    def test_throughput_never_exceeds_the_step_time_bound(self):
+        a = args(rate=50.0, duration=60.0, max_seqs=32)
+        _, finished, server, rows, s = run(a)
+        # No decode step emits more than max_seqs tokens, and none is faster than the analytic
+        # step at its batch: tokens per second stay under the best batch's rate.
+        bound = max(b / AnalyticSteps.time("decode", b, 1) for b in range(1, a.max_seqs + 1))
+        self.assertLessEqual(s["output_tokens_per_s"], bound)
+        self.assertGreater(s["output_tokens_per_s"], 0.3 * bound)  # and a saturated server gets near it
+
+    def test_a_full_kv_cache_preempts_rather_than_overflows(self):
+        a = args(rate=20.0, duration=30.0, prompt_len="uniform:200:400", output_len="uniform:200:400")
+        blocks = 200  # 3,200 tokens: room for about five requests at a time
+        reqs, finished, server, rows, s = run(a, blocks=blocks)
+        self.assertGreater(s["preemptions"], 0)
+        self.assertLessEqual(server.max_used, blocks)
+        self.assertEqual(len(finished), len(reqs))
+        self.assertEqual(server.free, blocks)  # every block back at the end
+
+    def test_static_batching_waits_where_continuous_batching_admits(self):
+        _, _, _, _, cont = run(args(rate=4.0, duration=120.0))
+        _, _, _, _, stat = run(args(rate=4.0, duration=120.0, scheduler="static"))
+        self.assertGreater(stat["ttft_s"]["mean"], 2 * cont["ttft_s"]["mean"])
+
+    def test_a_request_the_cache_cannot_hold_is_an_error(self):
+        reqs = [{"id": "big", "arrival": 0.0, "prompt_tokens": 1000, "output_tokens": 10, "priority": 0}]
+        with self.assertRaises(serve.ServeError) as e:
+            run(args(), blocks=10, reqs=reqs)
+        self.assertIn("request big", str(e.exception))
+
+
+class BadInputs(unittest.TestCase):
+    def run_serve(self, *extra):
+        return subprocess.run([sys.executable, SCRIPT, "--xpusim", XPUSIM, "--config",
+                               os.path.join(ROOT, "configs", "h100-sxm.yaml"), "--model",
+                               os.path.join(ROOT, "configs", "models", "llama-3-8b.yaml"), "--out",
+                               tempfile.mkdtemp(), *extra], capture_output=True, text=True)
+
+    def requests_file(self, text):
+        f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
+        f.write(text)
+        f.close()
+        return f.name
+
+    def test_errors_name_the_file_line_and_field(self):
+        cases = [
+            ('{"arrival": 0, "prompt_tokens": 10, "output_tokens": 5}\n{"arrival": 1, "prompt_tokens": 10,\n',
+             ":2: not a JSON object"),
+            ('{"arrival": 0, "prompt_tokens": 10, "output_tokens": 5, "prompt": 3}\n', ":1: unknown field 'prompt'"),
+            ('{"arrival": 0, "prompt_tokens": 10}\n', ":1: missing field 'output_tokens'"),
+            ('{"arrival": -1, "prompt_tokens": 10, "output_tokens": 5}\n', ":1: field 'arrival'"),
+            ('{"arrival": 0, "prompt_tokens": 0, "output_tokens": 5}\n', ":1: field 'prompt_tokens'"),
+            ('{"arrival": 0, "prompt_tokens": 8000, "output_tokens": 500}\n', ":1: prompt_tokens + output_tokens = 8500"),
+            ('{"id": "a", "arrival": 0, "prompt_tokens": 1, "output_tokens": 1}\n'
+             '{"id": "a", "arrival": 1, "prompt_tokens": 1, "output_tokens": 1}\n', ":2: field 'id' 'a' repeats line 1"),
+        ]
+        for text, want in cases:
+            path = self.requests_file(text)
+            p = self.run_serve("--requests", path)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn(path + want, p.stderr)
+            self.assertNotIn("Traceback", p.stderr)
+
+    def test_a_model_that_does_not_fit(self):
+        p = subprocess.run([sys.executable, SCRIPT, "--xpusim", XPUSIM, "--config",
+                            os.path.join(ROOT, "configs", "h100-sxm.yaml"), "--model",
+                            os.path.join(ROOT, "configs", "models", "llama-3-70b.yaml"), "--out", tempfile.mkdtemp()],
+                           capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("does not fit", p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+
+    def test_bad_flags(self):
+        for extra, want in ((["--tp", "0"], "--tp must be at least 1"), (["--kv", "fp9"], "--kv fp9: unknown format"),
+                            (["--prompt-len", "uniform:9"], "--prompt-len uniform:9"),
+                            (["--slo-ttft", "-1"], "SLO must be a positive")):
+            p = self.run_serve(*extra)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn(want, p.stderr)
+
+
+class EndToEnd(unittest.TestCase):
+    def test_a_small_stream_on_the_engine(self):
+        out = tempfile.mkdtemp()
+        reqs = [{"id": f"r{i}", "arrival": 0.01 * i, "prompt_tokens": 48 + 8 * i, "output_tokens": 4} for i in range(4)]
+        path = os.path.join(out, "requests.jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join(json.dumps(r) for r in reqs) + "\n")
+        p = subprocess.run([sys.executable, SCRIPT, "--xpusim", XPUSIM, "--config",
+                            os.path.join(ROOT, "configs", "h100-sxm.yaml"), "--model",
+                            os.path.join(ROOT, "configs", "models", "llama-3-8b.yaml"), "--requests", path,
+                            "--bucket-ratio", "8", "--out", out], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))]
+        self.assertEqual(sorted(r["id"] for r in rows), [f"r{i}" for i in range(4)])
+        s = json.load(open(os.path.join(out, "summary.json")))
+        self.assertEqual(s["finished"], 4)
+        # An 8B model's decode step reads its 16 GB of weights: milliseconds, not microseconds.
+        self.assertGreater(s["tpot_s"]["p50"], 2e-3)
+        self.assertLess(s["tpot_s"]["p50"], 50e-3)
+        self.assertGreater(s["joules_per_output_token"], 0)
+        self.assertGreater(s["step_cache"]["buckets"], 0)
+        # A second run reuses the cache and simulates nothing.
+        p = subprocess.run(p.args, capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.load(open(os.path.join(out, "summary.json")))["step_cache"]["simulated_now"], 0)
+
+
+if __name__ == "__main__":
+    random.seed(0)
+    unittest.main()
