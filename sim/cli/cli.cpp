@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -46,6 +47,7 @@ const std::map<std::string, std::string>& commands() {
       {"describe", "list every hardware parameter (name, unit, default, range, meaning), or a config's resolved values"},
       {"sweep", "run a design-space sweep (configs x traces x axes) in parallel, with resume and MPI"},
       {"compare", "put two or more runs side by side: time, throughput, energy, TOPS/W, bound, ratios"},
+      {"serve", "LLM serving: requests through a scheduler and a paged KV cache, step times from the engine"},
   };
   return c;
 }
@@ -485,6 +487,26 @@ void route_systemc_reports() {
   });
 }
 
+// The serving simulation is a Python driver of this binary (docs/serving.md): run it in this
+// process's place, telling it where the binary is. Returns only when it cannot be started.
+int cmd_serve(const std::vector<std::string>& rest) {
+  const std::string script = std::string(XPUSIM_SOURCE_DIR) + "/scripts/xpusim-serve.py";
+  if (!std::filesystem::exists(script))
+    throw UserError("xpusim serve runs " + script + ", which is not there (it comes with the source tree xpusim was "
+                    "built from)");
+  std::vector<char> self(4096, '\0');
+  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  std::vector<std::string> args = {"python3", script};
+  if (n > 0) args.insert(args.end(), {"--xpusim", std::string(self.data(), static_cast<size_t>(n))});
+  args.insert(args.end(), rest.begin(), rest.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  execvp("python3", argv.data());
+  throw UserError("xpusim serve: cannot run python3 (" + std::string(std::strerror(errno)) + ")");
+}
+
 }  // namespace
 
 int main(int argc, char** argv, std::ostream& out, std::ostream& err) {
@@ -515,6 +537,7 @@ int main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (cmd == "describe") return cmd_describe(cmd, rest, out);
     if (cmd == "sweep") return cmd_sweep(cmd, rest, out);
     if (cmd == "compare") return cmd_compare(cmd, rest, out);
+    if (cmd == "serve") return cmd_serve(rest);
     std::vector<std::string> names;
     for (const auto& [n, _] : commands()) names.push_back(n);
     const std::string hint = config::closest_match(cmd, names);

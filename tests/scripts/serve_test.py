@@ -160,6 +160,19 @@ class BadInputs(unittest.TestCase):
             self.assertIn(want, p.stderr)
 
 
+class Command(unittest.TestCase):
+    def test_xpusim_serve_runs_the_driver_with_this_binary(self):
+        p = subprocess.run([XPUSIM, "serve", "--help"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("--requests", p.stdout)
+        self.assertIn("serve", subprocess.run([XPUSIM, "--help"], capture_output=True, text=True).stdout)
+        p = subprocess.run([XPUSIM, "serve", "--config", os.path.join(ROOT, "configs", "h100-sxm.yaml"), "--model",
+                            os.path.join(ROOT, "configs", "models", "llama-3-8b.yaml"), "--max-seqs", "0"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--max-seqs must be at least 1", p.stderr)
+
+
 class EndToEnd(unittest.TestCase):
     def test_a_small_stream_on_the_engine(self):
         out = tempfile.mkdtemp()
