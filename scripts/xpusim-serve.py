@@ -623,6 +623,133 @@ def check_buckets(a, steps, n):
                                     "error": bucket / exact - 1})
 
 
+def parse_rates(text):
+    try:
+        rates = [float(x) for x in text.split(",")]
+    except ValueError:
+        rates = []
+    if not rates or any(not (r > 0 and math.isfinite(r)) for r in rates):
+        fail(f"--rates {text}: expected positive requests per second, comma-separated (e.g. 1,2,4,8)")
+    return sorted(set(rates))
+
+
+def sweep_rates(a, rates, card, replica, steps):
+    """One generated stream per arrival rate through the same replica and step cache."""
+    base, results = a.out, []
+    for rate in rates:
+        a.rate = rate
+        reqs = generate_requests(a, a.max_context)
+        if not reqs:
+            fail(f"no requests arrive within --duration at {rate} per second")
+        server = Server(a, replica, steps)
+        finished = server.run(reqs)
+        rows, s = summarise(a, reqs, finished, server, replica, steps)
+        a.out = os.path.join(base, f"rate-{rate:g}")
+        write(a, rows, s)
+        a.out = base
+        results.append((rate, rows, s))
+    keys = ["rate_rps", "throughput_rps", "output_tokens_per_s", "goodput_rps", "ttft_p50_s", "ttft_p99_s",
+            "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "e2e_p99_s", "joules_per_output_token", "busy_fraction",
+            "preemptions"]
+    with open(os.path.join(base, "rates.csv"), "w") as f:
+        f.write(",".join(keys) + "\n")
+        for rate, _, s in results:
+            vals = [rate, s["throughput_rps"], s["output_tokens_per_s"], s["goodput_rps"], s["ttft_s"]["p50"],
+                    s["ttft_s"]["p99"], s["tpot_s"]["p50"], s["tpot_s"]["p99"], s["e2e_s"]["p50"], s["e2e_s"]["p99"],
+                    s["joules_per_output_token"], s["busy_fraction"], s["preemptions"]]
+            f.write(",".join("" if v is None else f"{v:.6g}" for v in vals) + "\n")
+    with open(os.path.join(base, "serve.html"), "w") as f:
+        f.write(html_page(a, results))
+    lines = ["| rate (req/s) | served (req/s) | output tok/s | goodput | TTFT p50 / p99 | TPOT p50 / p99 | J/token |",
+             "|---|---|---|---|---|---|---|"]
+    for rate, _, s in results:
+        lines.append(f"| {rate:g} | {s['throughput_rps'] or 0:.2f} | {s['output_tokens_per_s'] or 0:.0f} | "
+                     f"{s['goodput_rps'] or 0:.2f} | {1e3 * s['ttft_s']['p50']:.1f} / {1e3 * s['ttft_s']['p99']:.1f} ms | "
+                     f"{1e3 * (s['tpot_s']['p50'] or 0):.1f} / {1e3 * (s['tpot_s']['p99'] or 0):.1f} ms | "
+                     f"{s['joules_per_output_token'] or 0:.3f} |")
+    print("\n".join(lines))
+    print(f"\nwrote {os.path.join(base, 'rates.csv')} and {os.path.join(base, 'serve.html')}")
+
+
+def svg_chart(title, xlabel, ylabel, series, logy=False):
+    """A self-contained SVG line chart: series is [(label, [(x, y), ...]), ...]."""
+    W, H, L, B, T, R = 560, 320, 70, 45, 30, 150
+    pts = [(x, y) for _, s in series for x, y in s if y is not None and (not logy or y > 0)]
+    if not pts:
+        return f"<p>{title}: no data</p>"
+    fy = (lambda v: math.log10(v)) if logy else (lambda v: v)
+    x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
+    y0, y1 = min(fy(p[1]) for p in pts), max(fy(p[1]) for p in pts)
+    if x1 == x0:
+        x1 = x0 + 1
+    if y1 == y0:
+        y1 = y0 + 1
+    if not logy:
+        y0 = min(0, y0)
+    sx = lambda x: L + (x - x0) / (x1 - x0) * (W - L - R)
+    sy = lambda y: H - B - (fy(y) - y0) / (y1 - y0) * (H - B - T)
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f"]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{title}">',
+           f'<text x="{W / 2}" y="18" text-anchor="middle" font-size="14">{title}</text>',
+           f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="#333"/>',
+           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="#333"/>',
+           f'<text x="{(L + W - R) / 2}" y="{H - 8}" text-anchor="middle" font-size="12">{xlabel}</text>',
+           f'<text x="14" y="{(T + H - B) / 2}" text-anchor="middle" font-size="12" '
+           f'transform="rotate(-90 14 {(T + H - B) / 2})">{ylabel}</text>']
+    for i in range(5):
+        xv = x0 + (x1 - x0) * i / 4
+        out.append(f'<text x="{sx(xv):.1f}" y="{H - B + 16}" text-anchor="middle" font-size="10">{xv:.3g}</text>')
+        yv = y0 + (y1 - y0) * i / 4
+        label = 10 ** yv if logy else yv
+        ypix = H - B - (yv - y0) / (y1 - y0) * (H - B - T)
+        out.append(f'<text x="{L - 6}" y="{ypix + 3:.1f}" text-anchor="end" font-size="10">{label:.3g}</text>')
+    for k, (label, s) in enumerate(series):
+        c = colours[k % len(colours)]
+        good = [(x, y) for x, y in s if y is not None and (not logy or y > 0)]
+        if good:
+            path = " ".join(f"{'M' if j == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for j, (x, y) in enumerate(good))
+            out.append(f'<path d="{path}" fill="none" stroke="{c}" stroke-width="2"/>')
+        out.append(f'<text x="{W - R + 8}" y="{T + 14 * (k + 1)}" font-size="11" fill="{c}">{label}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def html_page(a, results):
+    def cdf(xs):
+        xs = sorted(x for x in xs if x is not None)
+        return [(1e3 * x, (i + 1) / len(xs)) for i, x in enumerate(xs)]
+
+    tput = [s["throughput_rps"] or 0 for _, _, s in results]
+    charts = [
+        svg_chart("Latency against served throughput", "requests per second served", "milliseconds",
+                  [(f"TTFT {q}", [(t, 1e3 * s["ttft_s"][q]) for t, (_, _, s) in zip(tput, results)]) for q in ("p50", "p99")]
+                  + [(f"TPOT {q}", [(t, 1e3 * (s["tpot_s"][q] or 0)) for t, (_, _, s) in zip(tput, results)])
+                     for q in ("p50", "p99")], logy=True),
+        svg_chart("Time to first token, CDF per arrival rate", "milliseconds", "share of requests",
+                  [(f"{rate:g} req/s", [(x, y) for x, y in cdf([r["ttft_s"] for r in rows])]) for rate, rows, _ in results]),
+        svg_chart("End-to-end latency, CDF per arrival rate", "milliseconds", "share of requests",
+                  [(f"{rate:g} req/s", [(x, y) for x, y in cdf([r["e2e_s"] for r in rows])]) for rate, rows, _ in results]),
+    ]
+    rows_html = "".join(
+        f"<tr><td>{rate:g}</td><td>{s['throughput_rps'] or 0:.2f}</td><td>{s['output_tokens_per_s'] or 0:.0f}</td>"
+        f"<td>{s['goodput_rps'] or 0:.2f}</td><td>{1e3 * s['ttft_s']['p50']:.1f}</td><td>{1e3 * s['ttft_s']['p99']:.1f}</td>"
+        f"<td>{1e3 * (s['tpot_s']['p50'] or 0):.2f}</td><td>{1e3 * (s['tpot_s']['p99'] or 0):.2f}</td>"
+        f"<td>{s['joules_per_output_token'] or 0:.3f}</td><td>{s['preemptions']}</td></tr>" for rate, _, s in results)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>xpusim serve: {os.path.basename(a.model)}</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:1200px}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} svg{{margin:1em 1em 0 0}}</style></head><body>
+<h1>Serving {os.path.basename(a.model)} on {os.path.basename(a.config)}, TP={a.tp}, {a.scheduler} batching</h1>
+<p>Arrivals {a.arrivals} for {a.duration:g} s per rate; prompts {a.prompt_len}, outputs {a.output_len} tokens;
+weights {a.weights}, KV cache {a.kv}. Step times and energy from xpusim (docs/serving.md).</p>
+<table><tr><th>arrivals (req/s)</th><th>served (req/s)</th><th>output tok/s</th><th>goodput (req/s)</th>
+<th>TTFT p50 (ms)</th><th>TTFT p99 (ms)</th><th>TPOT p50 (ms)</th><th>TPOT p99 (ms)</th><th>J per token</th>
+<th>preemptions</th></tr>{rows_html}</table>
+{''.join(charts)}
+</body></html>
+"""
+
+
 XPUSIM = os.path.join(ROOT, "build", "xpusim")
 
 
@@ -640,6 +767,9 @@ def main(argv=None):
     ap.add_argument("--requests", help="JSON Lines request file (docs/serving.md)")
     ap.add_argument("--rate", type=float, default=1.0, help="generated requests per second (default 1)")
     ap.add_argument("--duration", type=float, default=60.0, help="seconds of generated arrivals (default 60)")
+    ap.add_argument("--rates", default=None,
+                    help="comma-separated arrival rates: one generated stream per rate (the same lengths' seed), "
+                         "OUT/rate-R/ each, OUT/rates.csv and OUT/serve.html (latency against throughput, CDFs)")
     ap.add_argument("--arrivals", choices=["poisson", "bursty"], default="poisson")
     ap.add_argument("--prompt-len", default="512", help="N, uniform:MIN:MAX or normal:MEAN:SD (default 512)")
     ap.add_argument("--output-len", default="128", help="as --prompt-len (default 128)")
@@ -680,12 +810,17 @@ def main(argv=None):
             fail(f"{a.xpusim}: no xpusim binary (build it, or pass --xpusim)")
         card = load_card(a.model)
         a.max_context = a.max_context or card.get("context", 4096)
-        reqs = load_requests(a.requests, a.max_context) if a.requests else generate_requests(a, a.max_context)
-        if not reqs:
-            fail("no requests arrive within --duration at --rate")
+        rates = parse_rates(a.rates) if a.rates else None
+        if rates and a.requests:
+            fail("--rates sweeps generated arrivals; it does not apply to --requests")
         replica = Replica(a, card)
         os.makedirs(a.out, exist_ok=True)
         steps = StepModel(a, card, a.out)
+        if rates:
+            return sweep_rates(a, rates, card, replica, steps)
+        reqs = load_requests(a.requests, a.max_context) if a.requests else generate_requests(a, a.max_context)
+        if not reqs:
+            fail("no requests arrive within --duration at --rate")
         server = Server(a, replica, steps)
         finished = server.run(reqs)
         if a.check_buckets:

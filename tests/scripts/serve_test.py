@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,7 +48,7 @@ def args(**kw):
     a = argparse.Namespace(block_size=16, scheduler="continuous", max_seqs=64, max_batched_tokens=8192,
                            slo_ttft=None, slo_tpot=None, config="c", model="m", tp=1, weights="bf16", math=None,
                            kv="bf16", rate=8.0, duration=120.0, arrivals="poisson", prompt_len="uniform:32:1024",
-                           output_len="uniform:8:256", seed=3)
+                           output_len="uniform:8:256", seed=3, rates=None, out=None, max_context=4096)
     for k, v in kw.items():
         setattr(a, k, v)
     return a
@@ -108,6 +109,46 @@ class Scheduler(unittest.TestCase):
         with self.assertRaises(serve.ServeError) as e:
             run(args(), blocks=10, reqs=reqs)
         self.assertIn("request big", str(e.exception))
+
+
+class RateSweep(unittest.TestCase):
+    def test_rates_csv_and_a_self_contained_page(self):
+        out = tempfile.mkdtemp()
+        a = args(rates="2,8,30", duration=60.0, out=out, max_context=4096)
+        steps = AnalyticSteps()
+        serve.sweep_rates(a, serve.parse_rates(a.rates), {"name": "m"}, Replica(100000), steps)
+        with open(os.path.join(out, "rates.csv")) as f:
+            rows = f.read().splitlines()
+        self.assertEqual(len(rows), 4)
+        cols = rows[0].split(",")
+        data = [dict(zip(cols, r.split(","))) for r in rows[1:]]
+        self.assertEqual([float(d["rate_rps"]) for d in data], [2, 8, 30])
+        # Heavier traffic: more served, and the tail of the first-token latency no shorter.
+        served = [float(d["throughput_rps"]) for d in data]
+        self.assertLess(served[0], served[1])
+        self.assertGreaterEqual(float(data[2]["ttft_p99_s"]), float(data[0]["ttft_p99_s"]))
+        for rate in ("2", "8", "30"):
+            self.assertTrue(os.path.exists(os.path.join(out, f"rate-{rate}", "results.jsonl")))
+        with open(os.path.join(out, "serve.html")) as f:
+            page = f.read()
+        self.assertEqual(page.count("<svg"), 3)
+        self.assertEqual(page.count("<path"), 4 + 3 + 3)  # four latency lines, a CDF per rate twice
+        self.assertNotIn("http://", page.replace('xmlns="http://www.w3.org/2000/svg"', ""))  # nothing fetched
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        if not chromium:
+            self.skipTest("chromium not installed: HTML not rendered")
+        png = os.path.join(out, "serve.png")
+        r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000",
+                            f"--screenshot={png}", "file://" + os.path.join(out, "serve.html")],
+                           capture_output=True, timeout=120)
+        self.assertTrue(os.path.exists(png), r.stderr)
+        self.assertGreater(os.path.getsize(png), 20000, "a near-empty screenshot")
+
+    def test_bad_rates(self):
+        with self.assertRaises(serve.ServeError):
+            serve.parse_rates("1,x")
+        with self.assertRaises(serve.ServeError):
+            serve.parse_rates("0,2")
 
 
 class BadInputs(unittest.TestCase):
