@@ -44,8 +44,22 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GENERATOR = os.path.join(ROOT, "scripts", "xpusim-trace.py")
 REQUEST_FIELDS = {"id", "arrival", "prompt_tokens", "output_tokens", "priority"}
-BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "fp8_e5m2": 1, "int8": 1, "int4": 0.5, "fp4": 0.5,
-         "mxfp4": 0.53125, "nvfp4": 0.5625}
+def _load_generator():
+    spec = importlib.util.spec_from_file_location("xpusim_trace", GENERATOR)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen
+
+
+# The trace generator: model cards, formats, and the traces of steps.
+GEN = _load_generator()
+# Block scales stored beside fp4 weights, bits per element: an E8M0 per 32 (MXFP4), an E4M3 per 16 (NVFP4).
+SCALE_BITS = {"mxfp4": 8 / 32, "nvfp4": 8 / 16}
+
+
+def format_bytes(fmt):
+    """Bytes an element of this format takes in HBM, its block scales included."""
+    return (GEN.BITS[fmt] + SCALE_BITS.get(fmt, 0)) / 8
 
 
 class ServeError(Exception):
@@ -153,11 +167,8 @@ def load_requests(path, max_context):
 
 def load_card(path):
     """The model card as scripts/xpusim-trace.py reads and checks it; decoder-only transformers."""
-    spec = importlib.util.spec_from_file_location("xpusim_trace", GENERATOR)
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
     try:
-        card = gen.load_card(path)
+        card = GEN.load_card(path)
     except SystemExit as e:  # the generator's own message, which names the file and key
         fail(str(e.code).removeprefix("xpusim-trace: "))
     if card.get("family") == "resnet" or card.get("encoder"):
@@ -210,9 +221,9 @@ class Replica:
         hbm = size_bytes(describe_value(a.config, a.set, "hbm.capacity"))
         kv_heads = card.get("kv_heads", card["heads"])
         head_dim = card.get("head_dim", card["hidden"] // card["heads"])
-        self.weights_per_gpu = card_params(card) * BYTES[a.weights] / a.tp
+        self.weights_per_gpu = card_params(card) * format_bytes(a.weights) / a.tp
         # Each GPU keeps its share of the KV heads (all of them replicated where there are fewer than GPUs).
-        self.kv_bytes_per_token = 2 * card["layers"] * max(1, kv_heads // a.tp) * head_dim * BYTES[a.kv]
+        self.kv_bytes_per_token = 2 * card["layers"] * max(1, kv_heads // a.tp) * head_dim * format_bytes(a.kv)
         usable = hbm * a.gpu_memory_utilization - self.weights_per_gpu - a.activation_reserve * 2 ** 30
         if a.kv_blocks:
             self.blocks = a.kv_blocks
@@ -801,9 +812,9 @@ def main(argv=None):
             fail("--gpu-memory-utilization must be in (0, 1]")
         if a.bucket_ratio <= 1:
             fail("--bucket-ratio must be above 1")
-        for flag in ("weights", "kv"):
-            if getattr(a, flag) not in BYTES:
-                fail(f"--{flag} {getattr(a, flag)}: unknown format (known: {', '.join(sorted(BYTES))})")
+        for flag, known in (("weights", GEN.FORMATS | GEN.BLOCK_SCALED), ("kv", GEN.FORMATS)):
+            if getattr(a, flag) not in known:
+                fail(f"--{flag} {getattr(a, flag)}: unknown format (known: {', '.join(sorted(known))})")
         if a.slo_ttft is not None and a.slo_ttft <= 0 or a.slo_tpot is not None and a.slo_tpot <= 0:
             fail("an SLO must be a positive time in seconds")
         if not os.path.exists(a.xpusim):

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "models/sm/kernel_program.h"
 #include "sim/config/config_loader.h"
 #include "sim/engine/simulate.h"
 #include "sim/trace/trace.h"
@@ -12,6 +13,22 @@
 namespace xpusim::testing {
 
 std::string source_path(const std::string& rel) { return std::string(XPUSIM_SOURCE_DIR) + "/" + rel; }
+
+void for_each_work(const KernelProgram& p, const std::function<void(const StepWork&)>& f) {
+  for (uint64_t c = 0; c < p.num_ctas(); ++c) {
+    StepWork w;
+    p.prologue(c, w);
+    f(w);
+    for (uint64_t s = 0; s < p.steps(c); ++s) {
+      w.clear();
+      p.step(c, s, w);
+      f(w);
+    }
+    w.clear();
+    p.epilogue(c, w);
+    f(w);
+  }
+}
 
 std::string temp_file(const std::string& text, const std::string& suffix) {
   std::string pattern = "/tmp/xpusim-test-XXXXXX" + suffix;

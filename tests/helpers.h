@@ -2,8 +2,14 @@
 // Shared test helpers: temporary input files, shipped paths, and simulation in a child process.
 #include <yaml-cpp/yaml.h>
 
+#include <functional>
 #include <string>
 #include <vector>
+
+namespace xpusim {
+class KernelProgram;
+struct StepWork;
+}  // namespace xpusim
 
 namespace xpusim::testing {
 
@@ -13,6 +19,9 @@ std::string temp_file(const std::string& text, const std::string& suffix = ".yam
 // Loads config + trace, simulates in a forked child, returns the parsed report.json.
 YAML::Node simulate(const std::string& config_path, const std::string& trace_text,
                     const std::vector<std::string>& overrides = {});
+// Every piece of work a kernel program describes, in order: each CTA's prologue, its steps and
+// its epilogue, each handed to `f` as the program fills it.
+void for_each_work(const KernelProgram& p, const std::function<void(const StepWork&)>& f);
 // The message of the UserError `f` throws, or "" if it throws none.
 template <class F>
 std::string error_of(F&& f);

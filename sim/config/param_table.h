@@ -54,6 +54,13 @@ struct Section {
   std::function<void*(void* whole)> locate;  // whole config object -> this section's struct
 };
 
+// The accessor of a nested member, `(p.*outer).*inner`, for a key of a struct inside a Params
+// struct (e.g. collectives.ll.hop).
+template <class P, class O, class T>
+auto nested(O P::*outer, T O::*inner) {
+  return [outer, inner](P& p) -> T& { return (p.*outer).*inner; };
+}
+
 // Fills a Section for Params struct P. `get` is a member pointer or a callable P& -> T&.
 template <class P>
 class SectionBuilder {

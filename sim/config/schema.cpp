@@ -90,37 +90,37 @@ void add_system_sections(Schema& s, Locate gpu) {
               "NCCL protocol of ring, tree and direct collectives: auto (the least estimated time: latency + size / "
               "bandwidth per protocol, as NCCL's tuner weighs them), ll, ll128 or simple; a trace op's `protocol` "
               "overrides it; nvls always runs simple")
-      .number("ll.efficiency", [](CollectiveParams& c) -> double& { return c.ll.efficiency; }, def("0.5"), between(0.01, 1),
+      .number("ll.efficiency", nested(&CollectiveParams::ll, &ProtocolParams::efficiency), def("0.5"), between(0.01, 1),
               "LL: data share of the bytes on the links (default: each 8-byte store carries 4 bytes of data and a "
               "4-byte flag, NCCL src/device/prims_ll.h)")
-      .quantity("ll.base", [](CollectiveParams& c) -> double& { return c.ll.base_s; }, Dim::Time, def("0 s"), between(0, 1),
+      .quantity("ll.base", nested(&CollectiveParams::ll, &ProtocolParams::base_s), Dim::Time, def("0 s"), between(0, 1),
                 "LL: fixed cost beyond collectives.launch (default 0: LL is the reference the other protocols' "
                 "costs are measured from)")
-      .quantity("ll.hop", [](CollectiveParams& c) -> double& { return c.ll.hop_s; }, Dim::Time, def("0 s"), between(0, 1),
+      .quantity("ll.hop", nested(&CollectiveParams::ll, &ProtocolParams::hop_s), Dim::Time, def("0 s"), between(0, 1),
                 "LL: cost per dependent hop beyond the fabric's latency (default 0: the flag lands with the data)")
-      .quantity("ll.slice", [](CollectiveParams& c) -> double& { return c.ll.slice_bytes; }, Dim::Size, def("32 KiB"),
+      .quantity("ll.slice", nested(&CollectiveParams::ll, &ProtocolParams::slice_bytes), Dim::Size, def("32 KiB"),
                 between(1, 1e12),
                 "LL: data per pipeline step (default: NCCL's LL buffer, 8 lines x 512 threads x 8 data bytes per step)")
-      .number("ll128.efficiency", [](CollectiveParams& c) -> double& { return c.ll128.efficiency; }, def("0.9375"),
+      .number("ll128.efficiency", nested(&CollectiveParams::ll128, &ProtocolParams::efficiency), def("0.9375"),
               between(0.01, 1), "LL128: data share of the bytes on the links (default: 120 of each 128-byte line)")
-      .quantity("ll128.base", [](CollectiveParams& c) -> double& { return c.ll128.base_s; }, Dim::Time, def("7.4 us"),
+      .quantity("ll128.base", nested(&CollectiveParams::ll128, &ProtocolParams::base_s), Dim::Time, def("7.4 us"),
                 between(0, 1),
                 "LL128: fixed cost beyond LL's (default: NCCL's ring base latencies, LL128 14 us less LL 6.6 us, "
                 "src/graph/tuning.cc)")
-      .quantity("ll128.hop", [](CollectiveParams& c) -> double& { return c.ll128.hop_s; }, Dim::Time, def("1.3 us"),
+      .quantity("ll128.hop", nested(&CollectiveParams::ll128, &ProtocolParams::hop_s), Dim::Time, def("1.3 us"),
                 between(0, 1),
                 "LL128: cost per dependent hop beyond LL's (default: NCCL's NVLink ring step latencies, LL128 1.9 us "
                 "less LL 0.6 us, src/graph/tuning.cc)")
-      .quantity("ll128.slice", [](CollectiveParams& c) -> double& { return c.ll128.slice_bytes; }, Dim::Size, def("576000 B"),
+      .quantity("ll128.slice", nested(&CollectiveParams::ll128, &ProtocolParams::slice_bytes), Dim::Size, def("576000 B"),
                 between(1, 1e12),
                 "LL128: data per pipeline step (default: NCCL's LL128 buffer, 120 x 8 bytes x 640 threads per step)")
-      .number("simple.efficiency", [](CollectiveParams& c) -> double& { return c.simple.efficiency; }, def("1"),
+      .number("simple.efficiency", nested(&CollectiveParams::simple, &ProtocolParams::efficiency), def("1"),
               between(0.01, 1), "Simple: data share of the bytes on the links (default 1: plain data)")
-      .quantity("simple.base", [](CollectiveParams& c) -> double& { return c.simple.base_s; }, Dim::Time, def("1.8 us"),
+      .quantity("simple.base", nested(&CollectiveParams::simple, &ProtocolParams::base_s), Dim::Time, def("1.8 us"),
                 between(0, 1),
                 "Simple: fixed cost beyond LL's (default: NCCL's ring base latencies, Simple 8.4 us less LL 6.6 us, "
                 "src/graph/tuning.cc)")
-      .quantity("simple.hop", [](CollectiveParams& c) -> double& { return c.simple.hop_s; }, Dim::Time, def("2.8 us"),
+      .quantity("simple.hop", nested(&CollectiveParams::simple, &ProtocolParams::hop_s), Dim::Time, def("2.8 us"),
                 between(0, 1),
                 "Simple: cost per dependent hop beyond LL's: a memory fence and a flag round (default: NCCL's NVLink "
                 "ring step latencies, Simple 3.4 us less LL 0.6 us, src/graph/tuning.cc)");

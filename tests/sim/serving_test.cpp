@@ -46,24 +46,11 @@ struct Traffic {
 };
 Traffic traffic(const KernelProgram& p) {
   Traffic t;
-  for (uint64_t c = 0; c < p.num_ctas(); ++c) {
-    StepWork w;
-    auto add = [&](const StepWork& s) {
-      t.stores += static_cast<double>(total_bytes(s.stores));
-      t.loads += static_cast<double>(total_bytes(s.loads) + total_bytes(s.multicast_loads));
-      t.macs += s.tensor_macs;
-    };
-    p.prologue(c, w);
-    add(w);
-    for (uint64_t s = 0; s < p.steps(c); ++s) {
-      w.clear();
-      p.step(c, s, w);
-      add(w);
-    }
-    w.clear();
-    p.epilogue(c, w);
-    add(w);
-  }
+  xpusim::testing::for_each_work(p, [&](const StepWork& s) {
+    t.stores += static_cast<double>(total_bytes(s.stores));
+    t.loads += static_cast<double>(total_bytes(s.loads) + total_bytes(s.multicast_loads));
+    t.macs += s.tensor_macs;
+  });
   return t;
 }
 }  // namespace

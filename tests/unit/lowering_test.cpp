@@ -21,28 +21,15 @@ struct Totals {
 
 Totals walk(const KernelProgram& p) {
   Totals t;
-  for (uint64_t c = 0; c < p.num_ctas(); ++c) {
-    StepWork w;
-    auto add = [&](const StepWork& s) {
-      t.macs += s.tensor_macs;
-      t.simt_ops += s.fp32_ops;
-      t.load_bytes += static_cast<double>(total_bytes(s.loads) + total_bytes(s.multicast_loads) + total_bytes(s.cached_loads));
-      t.store_bytes += static_cast<double>(total_bytes(s.stores));
-      for (const auto& b : s.stores)
-        for (uint64_t r = 0; r < b.rows; ++r)
-          if (!t.store_addrs.insert(b.base + r * b.stride).second) t.overlapping_stores = true;
-    };
-    p.prologue(c, w);
-    add(w);
-    for (uint64_t s = 0; s < p.steps(c); ++s) {
-      w.clear();
-      p.step(c, s, w);
-      add(w);
-    }
-    w.clear();
-    p.epilogue(c, w);
-    add(w);
-  }
+  xpusim::testing::for_each_work(p, [&](const StepWork& s) {
+    t.macs += s.tensor_macs;
+    t.simt_ops += s.fp32_ops;
+    t.load_bytes += static_cast<double>(total_bytes(s.loads) + total_bytes(s.multicast_loads) + total_bytes(s.cached_loads));
+    t.store_bytes += static_cast<double>(total_bytes(s.stores));
+    for (const auto& b : s.stores)
+      for (uint64_t r = 0; r < b.rows; ++r)
+        if (!t.store_addrs.insert(b.base + r * b.stride).second) t.overlapping_stores = true;
+  });
   return t;
 }
 
