@@ -30,6 +30,8 @@ busy time, the cache's figures).
 """
 import argparse
 import bisect
+import heapq
+import concurrent.futures
 import importlib.util
 import json
 import math
@@ -249,7 +251,24 @@ def ladder(lo, ratio, top):
 
 
 class StepModel:
-    """Step times and energies from xpusim, per bucketed shape, cached."""
+    """Step times and energies from xpusim at the points of two ladders, cached.
+
+    A step is split as the engine's report splits it: the attention kernels, and everything else
+    (the dense part: GEMMs against the weights, norms, activations, all-reduces), whose work
+    depends only on how many token rows the step carries. So:
+      - a decode step of B sequences at mean context C is simulated as such, at the points of a
+        batch ladder (1, 2, 4, 8, multiples of 8 to 128, then eight points per doubling) and a
+        length ladder, and interpolated bilinearly;
+      - a prefill of sequences of n_i new tokens after p_i cached ones costs the dense part at
+        N = sum n_i rows plus each sequence's attention, both from prefills of one sequence at the
+        length ladder's points: dense(N) = t(N) - attention(N), and a sequence's attention
+        a(n) * (1 + 2 p / n) (its n query rows meet p more keys each; the work of a causal n x n
+        block is n^2 / 2 pairs);
+      - a mixed step (chunked prefill: B decodes and prefill chunks) is the decode step plus the
+        dense part's growth from B to B + N rows plus the chunks' attention.
+    Points missing from the cache are simulated --jobs at a time."""
+
+    VALUES = 4  # per point: time, energy, the attention kernels' time and energy
 
     def __init__(self, a, card, out):
         self.a, self.card, self.out = a, card, out
@@ -257,108 +276,220 @@ class StepModel:
         self.cache = {}
         if os.path.exists(self.path):
             try:
-                self.cache = json.load(open(self.path))
+                with open(self.path) as f:
+                    self.cache = json.load(f)
             except (OSError, json.JSONDecodeError):
                 self.cache = {}
-        self.lengths = ladder(16, a.bucket_ratio, a.max_context)
+        self.lengths = ladder(16, a.bucket_ratio, max(a.max_context, a.max_batched_tokens))
+        self.pasts = [0] + self.lengths  # tokens cached before a chunk
+        self.jobs = max(1, getattr(a, "jobs", 0) or os.cpu_count() or 1)
         self.simulated = 0
         self.bucket_checks = []
 
     @staticmethod
     def batch_bracket(b):
-        """The batch ladder's points (1, 2, 4, 8, then multiples of 8) on either side of b."""
+        """The batch ladder's points on either side of b: 1, 2, 4, 8, multiples of 8 up to 128,
+        then eight points per doubling (multiples of 16 to 256, of 32 to 512, ...)."""
         for lo, hi in ((1, 1), (1, 2), (2, 4), (4, 8)):
             if b <= hi:
                 return (hi, hi) if b == hi else (lo, hi)
-        lo = b // 8 * 8
-        return (lo, lo) if lo == b else (lo, lo + 8)
+        step = max(8, 2 ** (b.bit_length() - 1) // 8)
+        lo = b // step * step
+        return (lo, lo) if lo == b else (lo, lo + step)
 
-    def length_bracket(self, n):
-        """The ladder's points on either side of n (the same point when n is on it or outside)."""
-        i = bisect.bisect_left(self.lengths, n)
+    def length_bracket(self, n, ladder=None):
+        """The ladder's points on either side of n: the same point when n is on it or below it,
+        the last two above it (extrapolated: step times grow linearly with rows and context)."""
+        lad = ladder or self.lengths
+        i = bisect.bisect_left(lad, n)
         if i == 0:
-            return self.lengths[0], self.lengths[0]
-        if i == len(self.lengths):
-            return self.lengths[-1], self.lengths[-1]
-        return self.lengths[i - 1], self.lengths[i]
+            return lad[0], lad[0]
+        if i == len(lad):
+            return lad[-2], lad[-1]
+        return lad[i - 1], lad[i]
 
-    def key(self, phase, batch, length):
+    def key(self, phase, batch, length, past=0):
         a = self.a
-        return (f"{phase} b{batch} n{length} tp{a.tp} w{a.weights} m{a.math or a.weights} kv{a.kv} "
-                f"{os.path.basename(a.model)} {os.path.basename(a.config)} {' '.join(a.set)}")
+        where = f" past{past}" if past else ""
+        return (f"{phase} b{batch} n{length}{where} tp{a.tp} w{a.weights} m{a.math or a.weights} kv{a.kv} "
+                f"page{a.kv_page} {os.path.basename(a.model)} {os.path.basename(a.config)} {' '.join(a.set)}")
 
-    def step(self, phase, batch, length, exact=False):
-        """(seconds, joules) of a prefill of `batch` sequences of `length` tokens, or of a decode
-        step of `batch` sequences at context `length`: interpolated (bilinearly) between the
-        simulated points of the batch and length ladders around it."""
-        if exact:
-            return self.point(phase, batch, length)
+    # -- the points -------------------------------------------------------------------------
 
-        def along_length(b):
-            lo, hi = self.length_bracket(length)
-            t0, e0 = self.point(phase, b, lo)
-            if hi == lo:
-                return t0, e0
-            t1, e1 = self.point(phase, b, hi)
-            w = (min(max(length, lo), hi) - lo) / (hi - lo)
-            return t0 + w * (t1 - t0), e0 + w * (e1 - e0)
+    def ensure(self, points):
+        """Simulate the points (phase, batch, length, past) not yet in the cache, --jobs at once."""
+        todo = []
+        for p in points:
+            k = self.key(*p)
+            if (k not in self.cache or len(self.cache[k]) != self.VALUES) and p not in todo:
+                todo.append(p)
+        if not todo:
+            return
+        if len(todo) == 1 or self.jobs == 1:
+            results = [self.simulate(*p) for p in todo]
+        else:
+            with concurrent.futures.ThreadPoolExecutor(min(self.jobs, len(todo))) as pool:
+                results = list(pool.map(lambda p: self.simulate(*p), todo))
+        for p, v in zip(todo, results):
+            self.cache[self.key(*p)] = v
+        self.simulated += len(todo)
+        with open(self.path + ".tmp", "w") as f:
+            json.dump(self.cache, f, indent=0)
+        os.replace(self.path + ".tmp", self.path)
 
+    def value(self, phase, batch, length, past=0):
+        k = self.key(phase, batch, length, past)
+        if k not in self.cache or len(self.cache[k]) != self.VALUES:  # step() asks for its points at once
+            self.ensure([(phase, batch, length, past)])
+        return self.cache[k]
+
+    def decode_points(self, batch, context):
+        return [("decode", b, n, 0) for b in set(self.batch_bracket(batch)) for n in set(self.length_bracket(context))]
+
+    def line_points(self, n):
+        return [("prefill", 1, x, 0) for x in set(self.length_bracket(n))]
+
+    def past_points(self, n, past):
+        if not past:
+            return []
+        return [("attention", 1, x, p) for x in set(self.length_bracket(n))
+                for p in set(self.length_bracket(past, self.pasts)) | {0}]
+
+    # -- interpolation ----------------------------------------------------------------------
+
+    def along(self, lo, hi, x, f):
+        """f at x, linear between the ladder's points lo and hi (held below lo, extended above hi)."""
+        v0 = f(lo)
+        if hi == lo:
+            return v0
+        v1 = f(hi)
+        w = (max(x, lo) - lo) / (hi - lo)
+        return [u + w * (v - u) for u, v in zip(v0, v1)]
+
+    def decode(self, batch, context):
+        """(time, energy, attention time, attention energy) of a decode step."""
+        def at_batch(b):
+            lo, hi = self.length_bracket(context)
+            return self.along(lo, hi, context, lambda n: self.value("decode", b, n))
         blo, bhi = self.batch_bracket(batch)
-        t0, e0 = along_length(blo)
-        if bhi == blo:
-            return t0, e0
-        t1, e1 = along_length(bhi)
-        w = (batch - blo) / (bhi - blo)
-        return t0 + w * (t1 - t0), e0 + w * (e1 - e0)
+        return self.along(blo, bhi, batch, at_batch)
 
-    def point(self, phase, batch, length):
-        k = self.key(phase, batch, length)
-        if k not in self.cache:
-            self.cache[k] = self.simulate(phase, batch, length)
-            self.simulated += 1
-            with open(self.path + ".tmp", "w") as f:
-                json.dump(self.cache, f, indent=0)
-            os.replace(self.path + ".tmp", self.path)
-        t, e = self.cache[k]
+    def line(self, n):
+        """(time, energy, attention time, attention energy) of a prefill of one sequence of n tokens."""
+        lo, hi = self.length_bracket(n)
+        return self.along(lo, hi, n, lambda x: self.value("prefill", 1, x))
+
+    def dense(self, rows):
+        if rows <= 0:
+            return 0.0, 0.0
+        t, e, ta, ea = self.line(rows)
+        return t - ta, e - ea
+
+    def attention(self, n, past):
+        """The attention kernels of a prefill of n tokens after `past` cached ones: those of the
+        one-sequence prefill of n tokens, plus what the past adds to the kernel simulated alone
+        at the points of the two ladders around (n, past)."""
+        _, _, ta, ea = self.line(n)
+        if not past:
+            return ta, ea
+        lo, hi = self.length_bracket(n)
+
+        def alone(p):
+            plo, phi = self.length_bracket(p, self.pasts)
+            return self.along(lo, hi, n, lambda x: self.along(plo, phi, p, lambda q: self.value("attention", 1, x, q)))
+        (t1, e1), (t0, e0) = alone(past)[:2], alone(0)[:2]
+        return ta + t1 - t0, ea + e1 - e0
+
+    def step(self, decode=None, prefills=()):
+        """(seconds, joules) of a step: `decode` = (batch, mean context) of the sequences that
+        decode a token, or None; `prefills` = [(new tokens, tokens already cached), ...]."""
+        rows = sum(n for n, _ in prefills)
+        pts = []
+        if decode:
+            pts += self.decode_points(*decode)
+            if prefills:
+                pts += self.line_points(decode[0])
+        if prefills:
+            pts += self.line_points((decode[0] if decode else 0) + rows)
+            for n, past in prefills:
+                pts += self.line_points(n) + self.past_points(n, past)
+        self.ensure(pts)
+        t = e = 0.0
+        if decode:
+            t, e = self.decode(*decode)[:2]
+        if prefills:
+            b = decode[0] if decode else 0
+            (t1, e1), (t0, e0) = self.dense(b + rows), self.dense(b)
+            t, e = t + t1 - t0, e + e1 - e0
+            for n, past in prefills:
+                ta, ea = self.attention(n, past)
+                t, e = t + ta, e + ea
         return t, e
 
-    def simulate(self, phase, batch, length):
+    def exact(self, phase, batch, length, past=0):
+        """(seconds, joules) of a step of this uniform shape, simulated as it is."""
+        self.ensure([(phase, batch, length, past)])
+        return self.value(phase, batch, length, past)[:2]
+
+    # -- one point on the engine ------------------------------------------------------------
+
+    def simulate(self, phase, batch, length, past=0):
         """Two layers simulated; the second one's span and energy stand for every further layer's
-        (layers repeat, and the first meets the caches cold)."""
+        (layers repeat, and the first meets the caches cold). Returns the step's time and energy
+        and those of its attention kernels. Phase `attention`: a prefill's attention kernel
+        alone, one layer's times the layers."""
         a = self.a
         L = self.card["layers"]
+        alone = phase == "attention"
+        layers = 1 if alone else min(2, L)
         with tempfile.TemporaryDirectory() as tmp:
-            for layers in (min(2, L),):
-                trace = os.path.join(tmp, f"l{layers}.yaml")
-                cmd = [sys.executable, GENERATOR, a.model, "--phase", phase, "--batch", str(batch),
-                       "--prompt" if phase == "prefill" else "--context", str(length), "--layers", str(layers),
-                       "--weights", a.weights, "--kv", a.kv, "--tp", str(a.tp), "-o", trace]
-                if a.math:
-                    cmd += ["--math", a.math]
-                if a.kv_page:
-                    cmd += ["--kv-page", str(a.kv_page)]
-                p = subprocess.run(cmd, capture_output=True, text=True)
-                if p.returncode != 0:
-                    fail(p.stderr.strip() or p.stdout.strip())
-                outdir = os.path.join(tmp, f"out{layers}")
-                cmd = [XPUSIM, "run", "-q", "-c", a.config, "-t", trace, "--out", outdir] + \
-                    sum((["--set", s] for s in self.sets()), [])
-                p = subprocess.run(cmd, capture_output=True, text=True,
-                                   env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
-                if p.returncode != 0:
-                    fail(f"xpusim run failed on a {phase} step (batch {batch}, length {length}):\n{p.stderr.strip()}")
-                rep = json.load(open(os.path.join(outdir, "report.json")))
+            trace = os.path.join(tmp, "step.yaml")
+            cmd = [sys.executable, GENERATOR, a.model, "--phase", "prefill" if alone else phase, "--batch", str(batch),
+                   "--context" if phase == "decode" else "--prompt", str(length), "--layers", str(layers),
+                   "--weights", a.weights, "--kv", a.kv, "--tp", str(a.tp), "-o", trace]
+            if past:
+                cmd += ["--past", str(past)]
+            if a.math:
+                cmd += ["--math", a.math]
+            if a.kv_page:
+                cmd += ["--kv-page", str(a.kv_page)]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                fail(p.stderr.strip() or p.stdout.strip())
+            if alone:
+                with open(trace) as f:
+                    t = GEN.yaml.safe_load(f)
+                t["ops"] = [o for block in t["ops"] for o in block.get("ops", [block]) if o.get("kind") == "attention"]
+                with open(trace, "w") as f:
+                    f.write(GEN.dump(t))
+            outdir = os.path.join(tmp, "out")
+            cmd = [XPUSIM, "run", "-q", "-c", a.config, "-t", trace, "--out", outdir] + \
+                sum((["--set", s] for s in self.sets()), [])
+            p = subprocess.run(cmd, capture_output=True, text=True,
+                               env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
+            if p.returncode != 0:
+                fail(f"xpusim run failed on a {phase} step (batch {batch}, length {length}):\n{p.stderr.strip()}")
+            rep = json.load(open(os.path.join(outdir, "report.json")))
         total_t, total_e = rep["total"]["time_s"], rep["total"]["energy"]["total_j"]
-        if L <= 2:
-            return [total_t, total_e]
+        if alone:
+            return [total_t * L, total_e * L, total_t * L, total_e * L]
         ops = rep["ops"]
-        second = [i for i, o in enumerate(ops) if o["name"].startswith("layer[1].")]
+        ops_e = sum(o["energy"]["total_j"] for o in ops)
+        gaps = total_e / ops_e if ops_e > 0 else 1  # the gaps' share of the energy (leakage between ops)
+        last = f"layer[{layers - 1}]."
+        second = [i for i, o in enumerate(ops) if o["name"].startswith(last)]
+        attn = [i for i in second if o_kind(ops[i]) == "attention"]
+        attn_t = sum(ops[i]["end_s"] - ops[i]["start_s"] for i in attn) * L
+        attn_e = sum(ops[i]["energy"]["total_j"] for i in attn) * gaps * L
+        if L <= 2:
+            every = [i for i, o in enumerate(ops) if o["name"].startswith("layer[") and o_kind(o) == "attention"]
+            attn_t = sum(ops[i]["end_s"] - ops[i]["start_s"] for i in every)
+            attn_e = sum(ops[i]["energy"]["total_j"] for i in every) * gaps
+            return [total_t, total_e, attn_t, attn_e]
         after = ops[second[-1] + 1]["start_s"] if second[-1] + 1 < len(ops) else rep["total"]["end_s"]
         span = after - ops[second[0]]["start_s"]
-        ops_e = sum(o["energy"]["total_j"] for o in ops)
-        # The gaps' share of the energy (leakage between ops) goes with the layer's span.
-        layer_e = sum(ops[i]["energy"]["total_j"] for i in second) * (total_e / ops_e if ops_e > 0 else 1)
-        return [total_t + (L - 2) * span, total_e + (L - 2) * layer_e]
+        layer_e = sum(ops[i]["energy"]["total_j"] for i in second) * gaps
+        return [total_t + (L - 2) * span, total_e + (L - 2) * layer_e, attn_t, attn_e]
 
     def sets(self):
         a = self.a
@@ -369,26 +500,54 @@ class StepModel:
         return s
 
 
+def o_kind(op):
+    return op.get("kind", "")
+
+
 # ---------------------------------------------------------------------------------------------
 # The scheduler
 
 
 class Request:
     __slots__ = ("id", "arrival", "prompt", "output", "priority", "done", "blocks", "first_token", "finish",
-                 "preemptions", "admitted")
+                 "preemptions", "admitted", "todo", "last", "kv_ready", "seq", "swapped")
 
     def __init__(self, r):
         self.id, self.arrival, self.prompt, self.output = r["id"], r["arrival"], r["prompt_tokens"], r["output_tokens"]
         self.priority = r.get("priority", 0)
         self.done = 0  # output tokens generated
+        self.todo = 0  # tokens of the context still to prefill (a chunked prefill takes them in steps)
         self.blocks = 0
         self.first_token = None
         self.finish = None
         self.preemptions = 0
         self.admitted = None
+        self.last = None  # when its latest token came
+        self.kv_ready = False  # its KV cache came from a prefill replica
+        self.swapped = 0  # bytes of its KV cache (per GPU) in host memory after a preemption by swap
+        self.seq = 0
 
     def context(self):
         return self.prompt + self.done
+
+
+TBT_BINS = 200  # bins per factor of e: a percentile of the times between tokens within 0.5%
+
+
+def tbt_bin(gap):
+    return int(math.floor(math.log(max(gap, 1e-9)) * TBT_BINS))
+
+
+def hist_percentile(hist, q):
+    """The q-th percentile of a tbt_bin histogram (the bin's middle)."""
+    total = sum(hist.values())
+    if not total:
+        return None
+    seen = 0
+    for b in sorted(hist):
+        seen += hist[b]
+        if seen >= q / 100 * total:
+            return math.exp((b + 0.5) / TBT_BINS)
 
 
 def blocks_for(tokens, size):
@@ -396,103 +555,156 @@ def blocks_for(tokens, size):
 
 
 class Server:
-    def __init__(self, a, replica, steps):
+    """One replica's scheduler. `running` holds the admitted requests in admission order: those
+    whose context is all in the KV cache decode, a chunked prefill's others are still filling.
+    A `prefill` replica of a disaggregated pair hands each request on after its prefill
+    (`handoff(request, time)`); a `decode` replica takes requests whose KV cache came with them."""
+
+    def __init__(self, a, replica, steps, role="both", handoff=None, name="0"):
         self.a, self.replica, self.steps = a, replica, steps
+        self.role, self.handoff, self.name = role, handoff, name
         self.free = replica.blocks
         self.now = 0.0
         self.energy = 0.0
         self.busy = 0.0
-        self.step_count = {"prefill": 0, "decode": 0}
+        self.step_count = {"prefill": 0, "decode": 0, "mixed": 0}
         self.max_used = 0
         self.in_system_area = 0.0  # integral of the number of requests in the system over time
         self.arrived = 0
         self.finished = 0
+        self.preemptions = 0
+        self.tbt = {}  # times between tokens: a histogram, TBT_BINS bins per factor of e
+        self.waiting, self.running, self.done = [], [], []
+        self.swap_free = getattr(a, "swap_space", 0) * 2 ** 30  # host memory per GPU for swapped caches
+        self.pending_io = 0.0  # seconds of swap copies the next step waits for
+        self.swaps = 0
+        self.swap_s = 0.0
 
-    def advance(self, dt, t_energy, in_system, arrivals=()):
-        # Requests in the system over the interval: those there at its start, and those that
-        # arrive during it from their arrival on (they wait for the step to end).
-        end = self.now + dt
-        self.in_system_area += in_system * dt + sum(end - t for t in arrivals if t < end)
-        self.now = end
-        self.busy += dt if t_energy is not None else 0
+    def load(self):
+        return len(self.waiting) + len(self.running)
+
+    def advance(self, dt, t_energy, in_system):
+        self.in_system_area += in_system * dt
+        self.now += dt
         if t_energy is not None:
+            self.busy += dt
             self.energy += t_energy
 
+    def arrive(self, r, t):
+        """r joins the queue at time t: idle until then, or, if a step is under way, waiting for
+        its end (counted in the system from t)."""
+        if self.now < t:
+            if self.waiting or self.running:
+                raise AssertionError("a busy replica fell behind the clock")
+            self.advance(t - self.now, None, 0)
+        else:
+            self.in_system_area += self.now - t
+        self.waiting.append(r)
+        self.arrived += 1
+
     def run(self, requests):
+        """This replica alone on a request stream; the requests finished."""
+        return Cluster(self.a, self.replica, self.steps, servers=[self]).run(requests)
+
+    def step(self):
+        """One scheduler iteration from now: a step, or only preemptions. False if nothing can run."""
         a = self.a
-        pending = [Request(r) for r in requests]
-        nxt = 0
-
-        def during(dt):  # arrival times within the next dt
-            out, i = [], nxt
-            while i < len(pending) and pending[i].arrival < self.now + dt:
-                out.append(pending[i].arrival)
-                i += 1
-            return out
-
-        waiting, running, finished = [], [], []
-        while nxt < len(pending) or waiting or running:
-            # Arrivals up to now join the queue.
-            while nxt < len(pending) and pending[nxt].arrival <= self.now:
-                waiting.append(pending[nxt])
-                nxt += 1
-                self.arrived += 1
-            in_system = len(waiting) + len(running)
+        waiting, running = self.waiting, self.running
+        in_system = len(waiting) + len(running)
+        preempted = self.preemptions
+        if a.scheduler == "chunked":
+            decoding, chunks = self.chunked_step(waiting, running)
+        else:
             batch = self.admit(waiting, running)
-            if batch:
-                tokens = sum(r.context() for r in batch)
-                t, e = self.steps.step("prefill", len(batch), max(1, tokens // len(batch)))
-                self.step_count["prefill"] += 1
-                self.advance(t, e, in_system, during(t))
-                for r in batch:
-                    r.done += 1  # a prefill writes its first token
-                    if r.first_token is None:
-                        r.first_token = self.now
-                    running.append(r)
-            elif running:
-                # One decode step of every running request; a request crossing into a new block
-                # needs one, and the newest requests give theirs back (recompute) until it fits.
-                for r in list(running):
-                    if r not in running:  # preempted for an older request's block
-                        continue
-                    need = blocks_for(r.context() + 1, a.block_size) - r.blocks
-                    while need > self.free and running[-1] is not r:
-                        self.preempt(running.pop(), waiting)
-                    if need > self.free:  # r is the newest: it waits for the others
-                        running.remove(r)
-                        self.preempt(r, waiting)
-                        continue
-                    self.free -= need
-                    r.blocks += need
-                if not running:
-                    continue
-                self.max_used = max(self.max_used, self.replica.blocks - self.free)
-                ctx = sum(r.context() for r in running) // len(running)
-                t, e = self.steps.step("decode", len(running), ctx)
-                self.step_count["decode"] += 1
-                self.advance(t, e, in_system, during(t))
-                for r in list(running):
-                    r.done += 1
-                    if r.done >= r.output:
-                        r.finish = self.now
-                        running.remove(r)
-                        self.free += r.blocks
-                        r.blocks = 0
-                        finished.append(r)
-                        self.finished += 1
-            else:
-                # Idle until the next arrival.
-                if nxt >= len(pending):
-                    if waiting and not running:
-                        r = waiting[0]
-                        fail(f"request {r.id}: its {r.context() + 1} tokens need "
-                             f"{blocks_for(r.context() + 1, a.block_size)} KV blocks, more than the cache's "
-                             f"{self.replica.blocks}")
-                    break
-                self.advance(pending[nxt].arrival - self.now, None, in_system)
-            if self.free < 0 or self.free > self.replica.blocks:
-                raise AssertionError("KV block accounting broke")
-        return finished
+            chunks = [(r, r.todo) for r in batch if r.todo]
+            decoding = [] if chunks else self.grow(running, waiting) if running else []
+        if not decoding and not chunks:
+            if self.preemptions > preempted:
+                return True  # blocks given back: admit again
+            if running:
+                raise AssertionError("a replica with running requests had nothing to run")
+            return False
+        self.max_used = max(self.max_used, self.replica.blocks - self.free)
+        dec = (len(decoding), sum(r.context() for r in decoding) // len(decoding)) if decoding else None
+        t, e = self.steps.step(dec, [(n, r.context() - r.todo) for r, n in chunks])
+        t, self.pending_io = t + self.pending_io, 0.0  # the step waits for the swap copies before it
+        self.step_count["mixed" if dec and chunks else "decode" if dec else "prefill"] += 1
+        self.advance(t, e, in_system)
+        gaps = {}
+        for r in decoding:
+            gaps[r.last] = gaps.get(r.last, 0) + 1
+            r.last = self.now
+            r.done += 1
+            if r.done >= r.output:
+                self.retire(r)
+        for r, n in chunks:
+            r.todo -= n
+            if r.todo == 0:  # the prefill's last chunk gives the first token
+                r.done += 1
+                if r.first_token is None:
+                    r.first_token = self.now
+                elif r.last is not None:  # recomputed after a preemption: a token after a gap
+                    gaps[r.last] = gaps.get(r.last, 0) + 1
+                r.last = self.now
+                if r.done >= r.output:
+                    self.retire(r)
+                elif self.role == "prefill":
+                    running.remove(r)
+                    self.free += r.blocks
+                    r.blocks = 0
+                    self.handoff(r, self.now)
+        for last, n in gaps.items():
+            b = tbt_bin(self.now - last)
+            self.tbt[b] = self.tbt.get(b, 0) + n
+        if self.free < 0 or self.free > self.replica.blocks:
+            raise AssertionError("KV block accounting broke")
+        return True
+
+    def retire(self, r):
+        r.finish = self.now
+        if r in self.running:
+            self.running.remove(r)
+        self.free += r.blocks
+        r.blocks = 0
+        self.done.append(r)
+        self.finished += 1
+
+    def grow(self, running, waiting):
+        """The requests that decode a token this step. One crossing into a new block needs one,
+        and the newest admitted requests give theirs back (recompute) until it fits."""
+        for r in list(running):
+            if r.todo or r not in running:  # still prefilling, or preempted
+                continue
+            need = blocks_for(r.context() + 1, self.a.block_size) - r.blocks
+            while need > self.free and running[-1] is not r:
+                self.preempt(running.pop(), waiting)
+            if need > self.free:  # r is the newest: it waits for the others
+                running.remove(r)
+                self.preempt(r, waiting)
+                continue
+            self.free -= need
+            r.blocks += need
+        return [r for r in running if not r.todo]
+
+    def take(self, r, waiting, running):
+        """Admit r if its context's blocks (and the next token's) fit; it runs from now on, its
+        context to prefill."""
+        need = blocks_for(r.context() + 1, self.a.block_size)
+        if need > self.free:
+            return False
+        self.free -= need
+        r.blocks = need
+        waiting.remove(r)
+        running.append(r)
+        if r.swapped:  # its cache comes back from host memory: the prefill it had done is kept
+            self.swap_io(r.swapped)
+            self.swap_free += r.swapped
+            r.swapped = 0
+        else:
+            r.todo = 0 if r.kv_ready else r.context()
+        if r.admitted is None:
+            r.admitted = self.now
+        return True
 
     def admit(self, waiting, running):
         """The requests whose prefill runs now: vLLM's order (first come, first served; a
@@ -503,31 +715,203 @@ class Server:
             return []
         batch, tokens = [], 0
         for r in list(waiting):
-            if len(running) + len(batch) >= a.max_seqs:
+            if len(running) >= a.max_seqs:
                 break
-            need = blocks_for(r.context() + 1, a.block_size)
             if tokens + r.context() > a.max_batched_tokens and batch:
                 break
-            if need > self.free:
+            if not self.take(r, waiting, running):
                 break
-            self.free -= need
-            r.blocks = need
-            tokens += r.context()
+            tokens += r.todo
             batch.append(r)
-            waiting.remove(r)
-            if r.admitted is None:
-                r.admitted = self.now
-        if batch:
-            self.max_used = max(self.max_used, self.replica.blocks - self.free)
         return batch
 
+    def chunked_step(self, waiting, running):
+        """Sarathi-Serve's stall-free batching (vLLM's chunked prefill): every decoding request's
+        token first, then prefill chunks in the rest of the token budget, the prefills already
+        under way before new requests (first come, first served), the last one cut to fit."""
+        a = self.a
+        decoding = self.grow(running, waiting)
+        budget = a.max_batched_tokens - len(decoding)
+        chunks = []
+        for r in running:
+            if budget <= 0:
+                break
+            if r.todo:
+                n = min(r.todo, budget)
+                chunks.append((r, n))
+                budget -= n
+        while budget > 0 and waiting and len(running) < a.max_seqs:
+            r = waiting[0]
+            if not self.take(r, waiting, running):
+                break
+            if r.todo:
+                n = min(r.todo, budget)
+                chunks.append((r, n))
+                budget -= n
+        return decoding, chunks
+
+    def swap_io(self, nbytes):
+        dt = nbytes / (self.a.swap_bandwidth * 1e9)
+        self.pending_io += dt
+        self.swap_s += dt
+
     def preempt(self, r, waiting):
-        """Recompute: the request's blocks go back; it waits at the head of the queue and its
-        prompt and the tokens it has so far are prefilled again."""
+        """The request's blocks go back and it waits at the head of the queue. Recompute: its
+        prompt and the tokens it has so far are prefilled again. Swap (where host memory is left):
+        its cache is copied to host memory and back when it is admitted again, each copy over
+        --swap-bandwidth before the next step."""
+        nbytes = r.blocks * self.a.block_size * self.replica.kv_bytes_per_token
         self.free += r.blocks
         r.blocks = 0
+        if getattr(self.a, "preemption", "recompute") == "swap" and 0 < nbytes <= self.swap_free:
+            self.swap_free -= nbytes
+            r.swapped = nbytes
+            self.swap_io(nbytes)
+            self.swaps += 1
+            r.preemptions += 1
+            self.preemptions += 1
+            waiting.insert(0, r)
+            return
+        r.todo = 0
+        r.kv_ready = False  # its cache is gone: recomputed where it runs
         r.preemptions += 1
+        self.preemptions += 1
         waiting.insert(0, r)
+
+
+class Cluster:
+    """The replicas serving one stream, in time order: arrivals routed to a replica (round robin
+    or the least loaded), each replica stepping when its clock is the earliest; with
+    --disaggregate P:D, prefill replicas hand each request's KV cache over the link to the
+    least-loaded decode replica."""
+
+    def __init__(self, a, replica, steps, servers=None):
+        self.a, self.replica = a, replica
+        self.transfers = []  # (time the KV cache lands, sequence, request)
+        self.transfer_s = 0.0
+        self.link = None
+        if servers:
+            self.entry, self.decoders = servers, servers
+        elif getattr(a, "disaggregate", None):
+            p, d = a.disaggregate
+            self.link = kv_link(a)
+            self.entry = [Server(a, replica, steps, "prefill", self.transfer, f"p{i}") for i in range(p)]
+            self.decoders = [Server(a, replica, steps, "decode", None, f"d{i}") for i in range(d)]
+        else:
+            self.entry = self.decoders = [Server(a, replica, steps, name=str(i)) for i in range(a.replicas)]
+        self.servers = self.entry + [s for s in self.decoders if s not in self.entry]
+        self.turn = 0
+
+    def transfer(self, r, t):
+        """r's KV cache leaves a prefill replica at t; every GPU of the TP group sends its share."""
+        bandwidth, latency = self.link
+        dt = latency + r.context() * self.replica.kv_bytes_per_token / bandwidth
+        self.transfer_s += dt
+        r.kv_ready = True
+        heapq.heappush(self.transfers, (t + dt, r.seq, r))
+
+    def route(self, pool):
+        if getattr(self.a, "router", "") == "round-robin" and pool is self.entry:
+            s = pool[self.turn % len(pool)]
+            self.turn += 1
+            return s
+        return min(pool, key=lambda s: (s.load(), s.now))
+
+    def run(self, requests):
+        pending = [Request(r) for r in requests]
+        for i, r in enumerate(pending):
+            r.seq = i
+        nxt, inf = 0, float("inf")
+        while True:
+            t_arr = pending[nxt].arrival if nxt < len(pending) else inf
+            t_kv = self.transfers[0][0] if self.transfers else inf
+            busy = [s for s in self.servers if s.waiting or s.running]
+            s = min(busy, key=lambda s: s.now) if busy else None
+            t_step = s.now if s else inf
+            if t_kv <= t_arr and t_kv <= t_step and t_kv < inf:
+                t, _, r = heapq.heappop(self.transfers)
+                self.route(self.decoders).arrive(r, t)
+            elif t_arr <= t_step and t_arr < inf:
+                self.route(self.entry).arrive(pending[nxt], t_arr)
+                nxt += 1
+            elif s is None:
+                break
+            elif not s.step():
+                r = s.waiting[0]
+                fail(f"request {r.id}: its {r.context() + 1} tokens need "
+                     f"{blocks_for(r.context() + 1, self.a.block_size)} KV blocks, more than the cache's "
+                     f"{self.replica.blocks}")
+        end = max(s.now for s in self.servers)
+        for s in self.servers:  # idle to the end, so that every replica's clock spans the run
+            s.advance(end - s.now, None, 0)
+        return [r for s in self.servers for r in s.done]
+
+    # The figures summarise() reads, over the replicas.
+    @property
+    def now(self):
+        return max(s.now for s in self.servers)
+
+    @property
+    def energy(self):
+        return sum(s.energy for s in self.servers)
+
+    @property
+    def busy(self):
+        return sum(s.busy for s in self.servers)
+
+    @property
+    def in_system_area(self):
+        return sum(s.in_system_area for s in self.servers) + self.transfer_s
+
+    @property
+    def max_used(self):
+        return max(s.max_used for s in self.servers)
+
+    @property
+    def step_count(self):
+        out = {}
+        for s in self.servers:
+            for k, v in s.step_count.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    @property
+    def tbt(self):
+        out = {}
+        for s in self.servers:
+            for k, v in s.tbt.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    @property
+    def free(self):
+        return sum(s.free for s in self.servers)
+
+
+def kv_link(a):
+    """(bytes per second, seconds of latency) of one GPU's path for a KV cache handed from a
+    prefill replica to a decode replica: NVLink (all its links, at the config's efficiency) or
+    the network (its NIC)."""
+    def value(key):
+        return describe_value(a.config, a.set, key)
+    if a.kv_link == "nvlink":
+        bw = float(value("nvlink.links")) * rate_bytes(value("nvlink.link_bandwidth")) * float(value("nvlink.efficiency"))
+        return bw, time_seconds(value("nvlink.latency"))
+    bw = rate_bytes(value("nic.bandwidth")) * float(value("nic.efficiency"))
+    return bw, time_seconds(value("nic.latency"))
+
+
+def rate_bytes(text):
+    if not text.endswith("/s"):
+        fail(f"cannot read the bandwidth {text!r}")
+    return size_bytes(text[:-2].strip())
+
+
+def time_seconds(text):
+    m = re.match(r"^([\d.eE+-]+)\s*(s|ms|us|ns)$", text)
+    if not m:
+        fail(f"cannot read the time {text!r}")
+    return float(m.group(1)) * {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[m.group(2)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -544,6 +928,7 @@ def percentile(xs, q):
 
 
 def summarise(a, reqs, finished, server, replica, steps):
+    servers = getattr(server, "servers", [server])
     rows = []
     for r in sorted(finished, key=lambda r: r.arrival):
         tpot = (r.finish - r.first_token) / (r.output - 1) if r.output > 1 else None
@@ -570,9 +955,16 @@ def summarise(a, reqs, finished, server, replica, steps):
         "goodput_rps": len(good) / span if span > 0 else None,
         "slo": {"ttft_s": a.slo_ttft, "tpot_s": a.slo_tpot, "met": len(good)},
         "ttft_s": pcts(ttft), "tpot_s": pcts(tpot), "e2e_s": pcts(e2e),
+        "tbt_s": {f"p{q}": hist_percentile(server.tbt, q) for q in (50, 90, 99)} |
+                 {"max": hist_percentile(server.tbt, 100), "tokens": sum(server.tbt.values())},
         "energy_j": server.energy, "joules_per_output_token": server.energy / out_tokens if out_tokens else None,
         "average_power_w": server.energy / server.now if server.now > 0 else None,
-        "busy_s": server.busy, "busy_fraction": server.busy / server.now if server.now > 0 else None,
+        "busy_s": server.busy, "busy_fraction": server.busy / (server.now * len(servers)) if server.now > 0 else None,
+        "replicas": [{"name": x.name, "role": x.role, "requests": x.arrived, "finished": x.finished, "busy_s": x.busy,
+                      "energy_j": x.energy, "steps": x.step_count, "preemptions": x.preemptions, "swaps": x.swaps,
+                      "swap_s": x.swap_s} for x in servers],
+        "swaps": sum(x.swaps for x in servers), "swap_s": sum(x.swap_s for x in servers),
+        "kv_transfer_s": getattr(server, "transfer_s", 0.0),
         "mean_in_system": server.in_system_area / server.now if server.now > 0 else None,
         "steps": server.step_count, "preemptions": sum(r.preemptions for r in finished),
         "kv_cache": {"blocks": replica.blocks, "block_tokens": a.block_size, "max_used_blocks": server.max_used,
@@ -582,6 +974,8 @@ def summarise(a, reqs, finished, server, replica, steps):
                        "bucketing_error": steps.bucket_checks},
         "setup": {"config": a.config, "model": a.model, "tp": a.tp, "weights": a.weights, "math": a.math or a.weights,
                   "kv": a.kv, "scheduler": a.scheduler, "max_seqs": a.max_seqs,
+                  "replicas": len(servers), "router": getattr(a, "router", None),
+                  "disaggregate": getattr(a, "disaggregate", None), "kv_link": getattr(a, "kv_link", None),
                   "max_batched_tokens": a.max_batched_tokens},
     }
     return rows, s
@@ -605,11 +999,14 @@ def write(a, rows, s):
              f"{s['joules_per_output_token'] or 0:.3f} J per output token at {s['average_power_w'] or 0:.0f} W "
              f"on average; busy {100 * (s['busy_fraction'] or 0):.0f}% of the time; {s['preemptions']} preemptions.",
              "", "| latency | p50 | p90 | p99 | mean |", "|---|---|---|---|---|"]
-    for k, label in (("ttft_s", "time to first token"), ("tpot_s", "time per output token"), ("e2e_s", "end to end")):
+    for k, label in (("ttft_s", "time to first token"), ("tpot_s", "time per output token"),
+                     ("tbt_s", "time between tokens"), ("e2e_s", "end to end")):
         v = s[k]
-        lines.append(f"| {label} | {ms(v['p50'])} | {ms(v['p90'])} | {ms(v['p99'])} | {ms(v['mean'])} |")
+        last = ms(v["mean"]) if "mean" in v else f"max {ms(v['max'])}"
+        lines.append(f"| {label} | {ms(v['p50'])} | {ms(v['p90'])} | {ms(v['p99'])} | {last} |")
     c = s["step_cache"]
-    lines += ["", f"Steps: {s['steps']['prefill']} prefill, {s['steps']['decode']} decode; {c['buckets']} bucketed "
+    mixed = f", {s['steps']['mixed']} mixed" if s["steps"].get("mixed") else ""
+    lines += ["", f"Steps: {s['steps']['prefill']} prefill, {s['steps']['decode']} decode{mixed}; {c['buckets']} bucketed "
               f"shapes simulated ({c['simulated_now']} in this run). KV cache: {s['kv_cache']['blocks']} blocks of "
               f"{a.block_size} tokens, at most {s['kv_cache']['max_used_blocks']} in use."]
     if c["bucketing_error"]:
@@ -622,16 +1019,30 @@ def write(a, rows, s):
 
 
 def check_buckets(a, steps, n):
-    """Simulate n decode and prefill shapes exactly and against their buckets."""
+    """Simulate n shapes exactly and compare their modelled times: decode steps, prefills of a
+    few sequences and, with chunked prefill, chunks after cached tokens."""
     rng = random.Random(a.seed + 1)
+    kinds = ("decode", "prefill", "chunk") if a.scheduler == "chunked" else ("decode", "prefill")
     for i in range(n):
-        phase = "decode" if i % 2 == 0 else "prefill"
-        b = rng.randint(1, min(a.max_seqs, 64)) if phase == "decode" else rng.randint(1, 4)
-        length = rng.randint(64, max(65, min(a.max_context, 4096)))
-        exact = steps.step(phase, b, length, exact=True)[0]
-        bucket = steps.step(phase, b, length)[0]
-        steps.bucket_checks.append({"phase": phase, "batch": b, "length": length, "exact_s": exact, "bucket_s": bucket,
-                                    "error": bucket / exact - 1})
+        kind = kinds[i % len(kinds)]
+        top = max(65, min(a.max_context, 4096))
+        past = 0
+        if kind == "decode":
+            b, length = rng.randint(1, min(a.max_seqs, 64)), rng.randint(64, top)
+            exact = steps.exact("decode", b, length)[0]
+            model = steps.step((b, length))[0]
+        elif kind == "prefill":
+            b = rng.randint(1, 4)  # a step the scheduler could run: within the token budget
+            length = rng.randint(64, max(64, min(top, a.max_batched_tokens // b)))
+            exact = steps.exact("prefill", b, length)[0]
+            model = steps.step(None, [(length, 0)] * b)[0]
+        else:
+            b, length = 1, rng.randint(64, min(a.max_batched_tokens, top))
+            past = rng.randint(64, top)
+            exact = steps.exact("prefill", 1, length, past)[0]
+            model = steps.step(None, [(length, past)])[0]
+        steps.bucket_checks.append({"phase": kind, "batch": b, "length": length, "past": past, "exact_s": exact,
+                                    "bucket_s": model, "error": model / exact - 1})
 
 
 def parse_rates(text):
@@ -652,7 +1063,7 @@ def sweep_rates(a, rates, card, replica, steps):
         reqs = generate_requests(a, a.max_context)
         if not reqs:
             fail(f"no requests arrive within --duration at {rate} per second")
-        server = Server(a, replica, steps)
+        server = Cluster(a, replica, steps)
         finished = server.run(reqs)
         rows, s = summarise(a, reqs, finished, server, replica, steps)
         a.out = os.path.join(base, f"rate-{rate:g}")
@@ -660,13 +1071,13 @@ def sweep_rates(a, rates, card, replica, steps):
         a.out = base
         results.append((rate, rows, s))
     keys = ["rate_rps", "throughput_rps", "output_tokens_per_s", "goodput_rps", "ttft_p50_s", "ttft_p99_s",
-            "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "e2e_p99_s", "joules_per_output_token", "busy_fraction",
+            "tpot_p50_s", "tpot_p99_s", "tbt_p99_s", "e2e_p50_s", "e2e_p99_s", "joules_per_output_token", "busy_fraction",
             "preemptions"]
     with open(os.path.join(base, "rates.csv"), "w") as f:
         f.write(",".join(keys) + "\n")
         for rate, _, s in results:
             vals = [rate, s["throughput_rps"], s["output_tokens_per_s"], s["goodput_rps"], s["ttft_s"]["p50"],
-                    s["ttft_s"]["p99"], s["tpot_s"]["p50"], s["tpot_s"]["p99"], s["e2e_s"]["p50"], s["e2e_s"]["p99"],
+                    s["ttft_s"]["p99"], s["tpot_s"]["p50"], s["tpot_s"]["p99"], s["tbt_s"]["p99"], s["e2e_s"]["p50"], s["e2e_s"]["p99"],
                     s["joules_per_output_token"], s["busy_fraction"], s["preemptions"]]
             f.write(",".join("" if v is None else f"{v:.6g}" for v in vals) + "\n")
     with open(os.path.join(base, "serve.html"), "w") as f:
@@ -785,10 +1196,27 @@ def main(argv=None):
     ap.add_argument("--prompt-len", default="512", help="N, uniform:MIN:MAX or normal:MEAN:SD (default 512)")
     ap.add_argument("--output-len", default="128", help="as --prompt-len (default 128)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--scheduler", choices=["continuous", "static"], default="continuous")
+    ap.add_argument("--scheduler", choices=["continuous", "chunked", "static"], default="continuous",
+                    help="continuous (vLLM: a step prefills new requests or decodes), chunked (Sarathi-Serve: "
+                         "decodes and prefill chunks share each step under the token budget) or static")
     ap.add_argument("--max-seqs", type=int, default=256, help="running requests at most (vLLM's max_num_seqs, 256)")
-    ap.add_argument("--max-batched-tokens", type=int, default=8192,
-                    help="prompt tokens per prefill step at most (vLLM's max_num_batched_tokens; default 8192)")
+    ap.add_argument("--max-batched-tokens", type=int, default=None,
+                    help="tokens per step at most: prompt tokens of a prefill step, or a chunked step's decodes and "
+                         "chunks together (vLLM's max_num_batched_tokens; default 8192, 2048 with --scheduler chunked)")
+    ap.add_argument("--jobs", type=int, default=0, help="step simulations run at once (default: the CPUs)")
+    ap.add_argument("--preemption", choices=["recompute", "swap"], default="recompute",
+                    help="a preempted request's cache: dropped and recomputed (default), or swapped to host memory")
+    ap.add_argument("--swap-space", type=float, default=4.0,
+                    help="GiB of host memory per GPU for swapped caches (vLLM's swap_space, 4); beyond it, recompute")
+    ap.add_argument("--swap-bandwidth", type=float, default=64.0,
+                    help="GB/s of a swap copy, each way (default 64: PCIe Gen5 x16, the H100 SXM's host link, at peak)")
+    ap.add_argument("--replicas", type=int, default=1, help="model replicas serving the stream (default 1)")
+    ap.add_argument("--router", choices=["least-loaded", "round-robin"], default="least-loaded",
+                    help="which replica an arrival goes to: the one with the fewest requests (default) or in turn")
+    ap.add_argument("--disaggregate", default=None, metavar="P:D",
+                    help="P prefill replicas hand each request's KV cache to D decode replicas (instead of --replicas)")
+    ap.add_argument("--kv-link", choices=["nvlink", "network"], default="nvlink",
+                    help="the path of a disaggregated KV cache: the GPUs' NVLink or their NIC (default nvlink)")
     ap.add_argument("--block-size", type=int, default=16, help="tokens per KV block (vLLM's default 16)")
     ap.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="share of HBM for weights and cache (0.9)")
     ap.add_argument("--activation-reserve", type=float, default=4.0, help="GiB per GPU kept for activations (default 4)")
@@ -804,10 +1232,27 @@ def main(argv=None):
     ap.add_argument("--out", default="serve-out")
     a = ap.parse_args(argv)
     XPUSIM = a.xpusim
+    if a.max_batched_tokens is None:
+        a.max_batched_tokens = 2048 if a.scheduler == "chunked" else 8192
     try:
         for flag in ("tp", "max_seqs", "max_batched_tokens", "block_size"):
             if getattr(a, flag) < 1:
                 fail(f"--{flag.replace('_', '-')} must be at least 1")
+        if a.jobs < 0:
+            fail("--jobs must be 0 (the CPUs) or more")
+        if a.replicas < 1:
+            fail("--replicas must be at least 1")
+        if a.swap_space < 0 or not a.swap_bandwidth > 0:
+            fail("--swap-space must be 0 or more GiB and --swap-bandwidth a positive GB/s")
+        if a.disaggregate is not None:
+            m = re.match(r"^(\d+):(\d+)$", a.disaggregate)
+            if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+                fail(f"--disaggregate {a.disaggregate}: expected P:D, prefill and decode replicas (at least 1 each)")
+            if a.replicas != 1:
+                fail("--disaggregate P:D sets the replicas; leave --replicas out")
+            if a.scheduler == "static":
+                fail("--disaggregate runs continuous or chunked batching on each pool, not static")
+            a.disaggregate = (int(m.group(1)), int(m.group(2)))
         if not 0 < a.gpu_memory_utilization <= 1:
             fail("--gpu-memory-utilization must be in (0, 1]")
         if a.bucket_ratio <= 1:
@@ -832,7 +1277,7 @@ def main(argv=None):
         reqs = load_requests(a.requests, a.max_context) if a.requests else generate_requests(a, a.max_context)
         if not reqs:
             fail("no requests arrive within --duration at --rate")
-        server = Server(a, replica, steps)
+        server = Cluster(a, replica, steps)
         finished = server.run(reqs)
         if a.check_buckets:
             check_buckets(a, steps, a.check_buckets)

@@ -34,8 +34,10 @@ class AnalyticSteps:
             return 1e-3 + 4e-5 * batch * length
         return 5e-3 + 3e-5 * batch + 2e-9 * batch * length
 
-    def step(self, phase, batch, length, exact=False):
-        t = self.time(phase, batch, length)
+    def step(self, decode=None, prefills=()):
+        t = self.time("decode", *decode) if decode else 0.0
+        for n, past in prefills:
+            t += self.time("prefill", 1, n) + 1e-9 * n * past
         return t, 600.0 * t
 
 
@@ -48,7 +50,9 @@ def args(**kw):
     a = argparse.Namespace(block_size=16, scheduler="continuous", max_seqs=64, max_batched_tokens=8192,
                            slo_ttft=None, slo_tpot=None, config="c", model="m", tp=1, weights="bf16", math=None,
                            kv="bf16", rate=8.0, duration=120.0, arrivals="poisson", prompt_len="uniform:32:1024",
-                           output_len="uniform:8:256", seed=3, rates=None, out=None, max_context=4096)
+                           output_len="uniform:8:256", seed=3, rates=None, out=None, max_context=4096, replicas=1,
+                           router="least-loaded", disaggregate=None, kv_link="nvlink", preemption="recompute",
+                           swap_space=4.0, swap_bandwidth=64.0)
     for k, v in kw.items():
         setattr(a, k, v)
     return a
@@ -65,7 +69,7 @@ def run(a, blocks=100000, reqs=None):
 
 class Scheduler(unittest.TestCase):
     def test_no_request_is_lost_or_counted_twice(self):
-        for sched in ("continuous", "static"):
+        for sched in ("continuous", "chunked", "static"):
             reqs, finished, _, rows, _ = run(args(scheduler=sched))
             self.assertGreater(len(reqs), 500)
             self.assertEqual(sorted(r["id"] for r in reqs), sorted(r["id"] for r in rows))
@@ -76,10 +80,11 @@ class Scheduler(unittest.TestCase):
     def test_littles_law_on_a_steady_run(self):
         # The mean number in the system, integrated step by step as the scheduler saw it, equals
         # the arrival rate times the mean time in the system.
-        _, finished, server, rows, s = run(args(rate=6.0, duration=300.0))
-        lam = len(rows) / server.now
-        w = sum(r["e2e_s"] for r in rows) / len(rows)
-        self.assertAlmostEqual(s["mean_in_system"], lam * w, delta=0.01 * lam * w)
+        for sched in ("continuous", "chunked"):
+            _, finished, server, rows, s = run(args(rate=6.0, duration=300.0, scheduler=sched))
+            lam = len(rows) / server.now
+            w = sum(r["e2e_s"] for r in rows) / len(rows)
+            self.assertAlmostEqual(s["mean_in_system"], lam * w, delta=0.01 * lam * w)
 
     def test_throughput_never_exceeds_the_step_time_bound(self):
         a = args(rate=50.0, duration=60.0, max_seqs=32)
@@ -91,13 +96,75 @@ class Scheduler(unittest.TestCase):
         self.assertGreater(s["output_tokens_per_s"], 0.3 * bound)  # and a saturated server gets near it
 
     def test_a_full_kv_cache_preempts_rather_than_overflows(self):
-        a = args(rate=20.0, duration=30.0, prompt_len="uniform:200:400", output_len="uniform:200:400")
-        blocks = 200  # 3,200 tokens: room for about five requests at a time
-        reqs, finished, server, rows, s = run(a, blocks=blocks)
-        self.assertGreater(s["preemptions"], 0)
-        self.assertLessEqual(server.max_used, blocks)
+        for sched in ("continuous", "chunked"):
+            a = args(rate=20.0, duration=30.0, prompt_len="uniform:200:400", output_len="uniform:200:400",
+                     scheduler=sched, max_batched_tokens=512 if sched == "chunked" else 8192)
+            blocks = 200  # 3,200 tokens: room for about five requests at a time
+            reqs, finished, server, rows, s = run(a, blocks=blocks)
+            self.assertGreater(s["preemptions"], 0)
+            self.assertLessEqual(server.max_used, blocks)
+            self.assertEqual(len(finished), len(reqs))
+            self.assertEqual(server.free, blocks)  # every block back at the end
+
+    def test_swapped_requests_keep_their_work(self):
+        kw = dict(rate=20.0, duration=30.0, prompt_len="uniform:200:400", output_len="uniform:200:400")
+        steps, prefilled = AnalyticSteps(), []
+        inner = steps.step
+
+        def step(decode=None, prefills=()):
+            prefilled.append(sum(n for n, _ in prefills))
+            return inner(decode, prefills)
+        steps.step = step
+        a = args(preemption="swap", **kw)
+        reqs = serve.generate_requests(a, 4096)
+        server = serve.Server(a, Replica(200), steps)
+        finished = server.run(reqs)
         self.assertEqual(len(finished), len(reqs))
-        self.assertEqual(server.free, blocks)  # every block back at the end
+        self.assertGreater(server.swaps, 0)
+        self.assertEqual(server.swaps, server.preemptions)  # host memory to spare: never recomputed
+        # Every prompt prefilled once: a swapped request comes back with its cache.
+        self.assertEqual(sum(prefilled), sum(r["prompt_tokens"] for r in reqs))
+        self.assertEqual(server.free, 200)
+        self.assertEqual(server.swap_free, 4 * 2 ** 30)  # every swapped cache came back
+        # Each swap copies out and back: 16 tokens x 1 byte per block (the test replica), at 64 GB/s.
+        self.assertGreater(server.swap_s, 2 * server.swaps * 16 / 64e9 * 0.99)
+        # Without host memory the same run recomputes.
+        a = args(preemption="swap", swap_space=0, **kw)
+        server = serve.Server(a, Replica(200), AnalyticSteps())
+        server.run(reqs)
+        self.assertEqual(server.swaps, 0)
+        self.assertGreater(server.preemptions, 0)
+
+    def test_chunked_steps_keep_to_the_token_budget(self):
+        a = args(rate=30.0, duration=20.0, scheduler="chunked", max_batched_tokens=512,
+                 prompt_len="uniform:100:3000")
+        steps, seen = AnalyticSteps(), []
+        inner = steps.step
+
+        def step(decode=None, prefills=()):
+            seen.append(((decode[0] if decode else 0), [n for n, _ in prefills], [p for _, p in prefills]))
+            return inner(decode, prefills)
+        steps.step = step
+        reqs = serve.generate_requests(a, 4096)
+        finished = serve.Server(a, Replica(100000), steps).run(reqs)
+        self.assertEqual(len(finished), len(reqs))
+        self.assertTrue(all(b + sum(chunks) <= 512 for b, chunks, _ in seen))
+        self.assertTrue(any(b and chunks for b, chunks, _ in seen), "no step mixed decodes and a chunk")
+        self.assertTrue(any(p > 0 for _, _, pasts in seen for p in pasts), "no chunk came after an earlier one")
+        # Every prompt token prefilled exactly once (no preemption here).
+        self.assertEqual(sum(sum(chunks) for _, chunks, _ in seen), sum(r["prompt_tokens"] for r in reqs))
+
+    def test_chunked_prefill_keeps_decodes_going(self):
+        # Long prompts stall every running decode for a whole prefill under continuous batching;
+        # in chunks they cost the decodes a chunk's time per step (Sarathi-Serve's point).
+        kw = dict(rate=3.0, duration=200.0, prompt_len="uniform:3000:3800", output_len="uniform:32:64")
+        _, _, _, _, cont = run(args(**kw))
+        _, _, _, rows, chunk = run(args(scheduler="chunked", max_batched_tokens=512, **kw))
+        self.assertLess(chunk["tbt_s"]["p99"], 0.5 * cont["tbt_s"]["p99"])
+        self.assertLess(chunk["tbt_s"]["max"], 0.5 * cont["tbt_s"]["max"])
+        # The decodes' tokens all counted: one gap per output token after each request's first.
+        self.assertEqual(chunk["tbt_s"]["tokens"], sum(r["output_tokens"] - 1 for r in rows))
+        self.assertGreater(chunk["ttft_s"]["p50"], cont["ttft_s"]["p50"])  # and first tokens come later
 
     def test_static_batching_waits_where_continuous_batching_admits(self):
         _, _, _, _, cont = run(args(rate=4.0, duration=120.0))
@@ -109,6 +176,125 @@ class Scheduler(unittest.TestCase):
         with self.assertRaises(serve.ServeError) as e:
             run(args(), blocks=10, reqs=reqs)
         self.assertIn("request big", str(e.exception))
+
+
+def run_cluster(a, blocks=100000, link=(50e9, 5e-6)):
+    reqs = serve.generate_requests(a, 4096)
+    steps = AnalyticSteps()
+    saved = serve.kv_link
+    serve.kv_link = lambda _: link  # the config's NVLink, without the binary
+    try:
+        cluster = serve.Cluster(a, Replica(blocks), steps)
+        finished = cluster.run(reqs)
+    finally:
+        serve.kv_link = saved
+    rows, s = serve.summarise(a, reqs, finished, cluster, Replica(blocks), steps)
+    return reqs, cluster, rows, s
+
+
+class Replicas(unittest.TestCase):
+    def test_two_replicas_serve_what_one_cannot(self):
+        kw = dict(rate=40.0, duration=60.0, max_seqs=16)
+        reqs, one, rows1, s1 = run_cluster(args(**kw))
+        reqs, two, rows2, s2 = run_cluster(args(replicas=2, **kw))
+        for rows in (rows1, rows2):
+            self.assertEqual(sorted(r["id"] for r in reqs), sorted(r["id"] for r in rows))
+        self.assertGreater(s2["throughput_rps"], 1.5 * s1["throughput_rps"])
+        self.assertLess(s2["e2e_s"]["p50"], s1["e2e_s"]["p50"])
+        self.assertEqual(len(s2["replicas"]), 2)
+        self.assertEqual(sum(x["requests"] for x in s2["replicas"]), len(reqs))
+        lam, w = len(rows2) / two.now, sum(r["e2e_s"] for r in rows2) / len(rows2)
+        self.assertAlmostEqual(s2["mean_in_system"], lam * w, delta=0.01 * lam * w)
+
+    def test_round_robin_takes_turns(self):
+        reqs, cluster, rows, s = run_cluster(args(replicas=3, router="round-robin", rate=5.0, duration=30.0))
+        counts = [x["requests"] for x in s["replicas"]]
+        self.assertLessEqual(max(counts) - min(counts), 1)
+
+    def test_disaggregated_prefill_and_decode(self):
+        kw = dict(rate=3.0, duration=200.0, prompt_len="uniform:3000:3800", output_len="uniform:32:64")
+        link = (50e9, 5e-6)
+        reqs, cluster, rows, s = run_cluster(args(disaggregate=(1, 1), **kw), link=link)
+        self.assertEqual(sorted(r["id"] for r in reqs), sorted(r["id"] for r in rows))
+        pre, dec = s["replicas"]
+        self.assertEqual((pre["role"], dec["role"]), ("prefill", "decode"))
+        self.assertEqual(pre["steps"]["decode"] + pre["steps"]["mixed"], 0)  # prefill replicas only prefill
+        self.assertEqual(dec["steps"]["prefill"] + dec["steps"]["mixed"], 0)  # and decode ones only decode
+        # Each request's cache crossed the link once: its prompt and first token, at the link's rate.
+        kv = Replica(1).kv_bytes_per_token
+        want = sum(link[1] + (r["prompt_tokens"] + 1) * kv / link[0] for r in reqs if r["output_tokens"] > 1)
+        self.assertAlmostEqual(s["kv_transfer_s"], want, delta=1e-9 * len(reqs))
+        # Little's law over the whole system, requests in flight between the pools included.
+        lam, w = len(rows) / cluster.now, sum(r["e2e_s"] for r in rows) / len(rows)
+        self.assertAlmostEqual(s["mean_in_system"], lam * w, delta=0.01 * lam * w)
+        # The decodes no longer wait behind prefills: the longest time between tokens stays near
+        # a decode step where two colocated replicas stall theirs for whole prompts.
+        _, _, _, both = run_cluster(args(replicas=2, **kw))
+        self.assertLess(s["tbt_s"]["max"], 0.1 * both["tbt_s"]["max"])
+        self.assertLess(s["tpot_s"]["p99"], 0.5 * both["tpot_s"]["p99"])
+
+
+class StepComposition(unittest.TestCase):
+    """StepModel's algebra on a fake engine: points as simulated, parts added as documented."""
+
+    class Fake(serve.StepModel):
+        def simulate(self, phase, batch, length, past=0):
+            if phase == "decode":
+                attn = 1e-7 * batch * length
+                return [0.01 + 1e-4 * batch + attn, 7.0 * (0.01 + 1e-4 * batch) + 9.0 * attn, attn, 9.0 * attn]
+            attn = 1e-9 * batch * length * (length / 2 + past)
+            if phase == "attention":  # the kernel alone
+                return [attn, 9.0 * attn, attn, 9.0 * attn]
+            dense = 0.01 + 2e-5 * batch * length
+            return [dense + attn, 7.0 * dense + 9.0 * attn, attn, 9.0 * attn]
+
+    def model(self, jobs=2):
+        out = tempfile.mkdtemp()
+        a = args(out=out, max_context=8192, bucket_ratio=1.5, jobs=jobs, kv_page=0, set=[])
+        return self.Fake(a, {"layers": 2}, out)
+
+    def test_points_and_parts(self):
+        m = self.model()
+        n = m.lengths[5]
+        # On the ladders' points a step is its simulated point.
+        t, e = m.step((16, n))
+        self.assertAlmostEqual(t, m.simulate("decode", 16, n)[0], places=12)
+        self.assertAlmostEqual(e, m.simulate("decode", 16, n)[1], places=12)
+        self.assertAlmostEqual(m.step(None, [(n, 0)])[0], m.simulate("prefill", 1, n)[0], places=12)
+        # Between them, linear: halfway between batch points 16 and 24.
+        self.assertAlmostEqual(m.step((20, n))[0], (m.step((16, n))[0] + m.step((24, n))[0]) / 2, places=12)
+        # A prefill of two sequences: the dense part at their rows, each one's attention.
+        a1 = m.simulate("prefill", 1, n)
+        dense2 = m.step(None, [(2 * n, 0)])[0] - m.attention(2 * n, 0)[0]
+        self.assertAlmostEqual(m.step(None, [(n, 0), (n, 0)])[0], dense2 + 2 * a1[2], places=12)
+        # A chunk after cached tokens: its attention as the kernel alone adds for the past
+        # (here n x (n / 2 + past) pairs: three times the causal block's).
+        self.assertAlmostEqual(m.attention(n, n)[0], 3 * a1[2], places=12)
+        self.assertAlmostEqual(m.attention(n, n)[1], 27 * a1[2], places=12)
+        # Beyond the ladder's top, extended along its last two points (rows grow linearly).
+        top = m.lengths[-1]
+        self.assertAlmostEqual(m.dense(2 * top)[0], 0.01 + 2e-5 * 2 * top, places=9)
+        # A mixed step: the decode step, the dense part's growth, the chunk's attention.
+        b = 8
+        mixed = m.step((b, n), [(n, 0)])[0]
+        growth = (m.line(b + n)[0] - m.line(b + n)[2]) - (m.line(b)[0] - m.line(b)[2])
+        self.assertAlmostEqual(mixed, m.step((b, n))[0] + growth + a1[2], places=12)
+        self.assertGreater(mixed, m.step((b, n))[0])
+
+    def test_each_point_simulated_once_in_parallel(self):
+        m = self.model(jobs=4)
+        for b in (3, 17, 40):
+            m.step((b, 1000), [(300, 200)])
+        count = m.simulated
+        self.assertTrue(any(k.startswith("attention") for k in m.cache))
+        self.assertEqual(count, len(m.cache))
+        for b in (3, 17, 40):
+            m.step((b, 1000), [(300, 200)])
+        self.assertEqual(m.simulated, count)
+        # The cache file holds every point, and a new model on the same folder simulates none.
+        again = self.Fake(m.a, {"layers": 2}, m.out)
+        again.step((17, 1000), [(300, 200)])
+        self.assertEqual(again.simulated, 0)
 
 
 class RateSweep(unittest.TestCase):
@@ -195,7 +381,9 @@ class BadInputs(unittest.TestCase):
     def test_bad_flags(self):
         for extra, want in ((["--tp", "0"], "--tp must be at least 1"), (["--kv", "fp9"], "--kv fp9: unknown format"),
                             (["--prompt-len", "uniform:9"], "--prompt-len uniform:9"),
-                            (["--slo-ttft", "-1"], "SLO must be a positive")):
+                            (["--slo-ttft", "-1"], "SLO must be a positive"), (["--replicas", "0"], "--replicas must"),
+                            (["--disaggregate", "2"], "--disaggregate 2: expected P:D"),
+                            (["--disaggregate", "1:1", "--scheduler", "static"], "not static")):
             p = self.run_serve(*extra)
             self.assertNotEqual(p.returncode, 0)
             self.assertIn(want, p.stderr)
@@ -239,6 +427,16 @@ class EndToEnd(unittest.TestCase):
         p = subprocess.run(p.args, capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(json.load(open(os.path.join(out, "summary.json")))["step_cache"]["simulated_now"], 0)
+        # Disaggregated on the same steps: the KV cache crosses the config's NVLink.
+        p = subprocess.run(p.args + ["--disaggregate", "1:1"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        self.assertEqual(s["finished"], 4)
+        self.assertEqual(s["step_cache"]["simulated_now"], 0)
+        # Four caches of about 60-75 tokens x 128 KiB over 18 links: microseconds, not zero.
+        self.assertGreater(s["kv_transfer_s"], 4 * 0.5e-6)
+        self.assertLess(s["kv_transfer_s"], 1e-3)
 
 
 if __name__ == "__main__":

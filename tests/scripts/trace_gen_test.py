@@ -260,6 +260,24 @@ class TraceGen(unittest.TestCase):
                 self.assertGreaterEqual(head["n"] * tp, c["vocab"])
                 self.assertLess(head["n"] * tp, c["vocab"] + 128 * tp)
 
+    def test_a_prefill_after_cached_tokens_reads_them_in_attention_only(self):
+        m = os.path.join(ROOT, "configs/models/llama-3-8b.yaml")
+        base = ["--phase", "prefill", "--prompt", "512", "--layers", "1"]
+        rc0, plain, err0 = generate(m, *base)
+        rc1, chunk, err1 = generate(m, *base, "--past", "1536")
+        self.assertEqual((rc0, rc1), (0, 0), err0 + err1)
+        plain, chunk = yaml.safe_load(plain), yaml.safe_load(chunk)
+        self.assertEqual(gemm_flops(plain), gemm_flops(chunk))  # the same rows through the weights
+        att = [o for o in chunk["ops"][0]["ops"] if o["kind"] == "attention"][0]
+        self.assertEqual((att["seq_q"], att["seq_kv"], att["causal"]), (512, 2048, True))
+        self.assertNotIn("seq_kv", [o for o in plain["ops"][0]["ops"] if o["kind"] == "attention"][0])
+        for extra, want in ((["--past", "-1"], "--past must be 0 or more"),):
+            rc, _, err = generate(m, *base, *extra)
+            self.assertNotEqual(rc, 0)
+            self.assertIn(want, err)
+        rc, _, err = generate(m, "--phase", "decode", "--past", "8")
+        self.assertIn("--past applies to --phase prefill", err)
+
     def test_bad_input_is_refused(self):
         m = os.path.join(ROOT, "configs/models/llama-2-7b.yaml")
         rc, _, err = generate(m, "--phase", "decode", "--weights", "fp9")
