@@ -86,6 +86,10 @@ def main():
         n = a.requests or int(row["requests"])
         out = os.path.join(a.out, f"row{i}")
         os.makedirs(out, exist_ok=True)
+        # One step cache per setup: the rows of a system share their steps.
+        setup = "-".join(os.path.basename(row[k]).replace(".yaml", "") for k in ("config", "model", "tp", "weights", "kv"))
+        cache = os.path.join(a.out, f"steps-{setup}{'-' + row['set'] if row['set'] else ''}.json".replace("=", "")
+                             .replace(";", "-"))
         reqs = os.path.join(out, "requests.jsonl")
         with open(reqs, "w") as f:
             for k in range(n):
@@ -94,7 +98,7 @@ def main():
                "--model", os.path.join(ROOT, row["model"]), "--tp", row["tp"], "--weights", row["weights"],
                "--kv", row["kv"], "--requests", reqs, "--scheduler", "chunked", "--max-seqs", str(max_bs),
                "--max-batched-tokens", str(max_tokens), "--gpu-memory-utilization", "0.95",
-               "--activation-reserve", "2", "--jobs", str(a.jobs), "--out", out]
+               "--activation-reserve", "2", "--jobs", str(a.jobs), "--out", out, "--step-cache", cache]
         for s in row["sets"]:
             cmd += ["--set", s]
         print(f"row {i}: {row['system']}, {os.path.basename(row['model'])} TP{row['tp']} {row['weights']}, "

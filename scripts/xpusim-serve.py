@@ -272,7 +272,7 @@ class StepModel:
 
     def __init__(self, a, card, out):
         self.a, self.card, self.out = a, card, out
-        self.path = os.path.join(out, "step-cache.json")
+        self.path = getattr(a, "step_cache", None) or os.path.join(out, "step-cache.json")
         self.cache = {}
         if os.path.exists(self.path):
             try:
@@ -357,13 +357,14 @@ class StepModel:
 
     # -- interpolation ----------------------------------------------------------------------
 
-    def along(self, lo, hi, x, f):
-        """f at x, linear between the ladder's points lo and hi (held below lo, extended above hi)."""
+    def along(self, lo, hi, x, f, g=lambda x: x):
+        """f at x, linear in g(x) between the ladder's points lo and hi (held below lo, extended
+        above hi). g is what the cost grows with: the rows (default) or an attention's pairs."""
         v0 = f(lo)
         if hi == lo:
             return v0
         v1 = f(hi)
-        w = (max(x, lo) - lo) / (hi - lo)
+        w = (g(max(x, lo)) - g(lo)) / (g(hi) - g(lo))
         return [u + w * (v - u) for u, v in zip(v0, v1)]
 
     def decode(self, batch, context):
@@ -389,14 +390,16 @@ class StepModel:
         """The attention kernels of a prefill of n tokens after `past` cached ones: those of the
         one-sequence prefill of n tokens, plus what the past adds to the kernel simulated alone
         at the points of the two ladders around (n, past)."""
-        _, _, ta, ea = self.line(n)
+        lo, hi = self.length_bracket(n)
+        # Between lengths, linear in the query-key pairs (n^2 / 2 causal, n p more after p cached).
+        _, _, ta, ea = self.along(lo, hi, n, lambda x: self.value("prefill", 1, x), lambda x: x * x)
         if not past:
             return ta, ea
-        lo, hi = self.length_bracket(n)
 
         def alone(p):
             plo, phi = self.length_bracket(p, self.pasts)
-            return self.along(lo, hi, n, lambda x: self.along(plo, phi, p, lambda q: self.value("attention", 1, x, q)))
+            return self.along(plo, phi, p, lambda q: self.along(lo, hi, n, lambda x: self.value("attention", 1, x, q),
+                                                                 lambda x: x * (x / 2 + q)))
         (t1, e1), (t0, e0) = alone(past)[:2], alone(0)[:2]
         return ta + t1 - t0, ea + e1 - e0
 
@@ -1204,6 +1207,8 @@ def main(argv=None):
                     help="tokens per step at most: prompt tokens of a prefill step, or a chunked step's decodes and "
                          "chunks together (vLLM's max_num_batched_tokens; default 8192, 2048 with --scheduler chunked)")
     ap.add_argument("--jobs", type=int, default=0, help="step simulations run at once (default: the CPUs)")
+    ap.add_argument("--step-cache", default=None,
+                    help="the step cache's file (default OUT/step-cache.json); runs of one setup may share it")
     ap.add_argument("--preemption", choices=["recompute", "swap"], default="recompute",
                     help="a preempted request's cache: dropped and recomputed (default), or swapped to host memory")
     ap.add_argument("--swap-space", type=float, default=4.0,

@@ -271,6 +271,11 @@ class StepComposition(unittest.TestCase):
         # (here n x (n / 2 + past) pairs: three times the causal block's).
         self.assertAlmostEqual(m.attention(n, n)[0], 3 * a1[2], places=12)
         self.assertAlmostEqual(m.attention(n, n)[1], 27 * a1[2], places=12)
+        # Between the ladders' points an attention goes with its query-key pairs, so the fake's
+        # (pairs x 1 ns) comes back exactly off the points too.
+        n2, past2 = (m.lengths[5] + m.lengths[6]) // 2, (m.lengths[3] + m.lengths[4]) // 2
+        self.assertAlmostEqual(m.attention(n2, 0)[0], 1e-9 * n2 * n2 / 2, places=12)
+        self.assertAlmostEqual(m.attention(n2, past2)[0], 1e-9 * n2 * (n2 / 2 + past2), places=12)
         # Beyond the ladder's top, extended along its last two points (rows grow linearly).
         top = m.lengths[-1]
         self.assertAlmostEqual(m.dense(2 * top)[0], 0.01 + 2e-5 * 2 * top, places=9)
