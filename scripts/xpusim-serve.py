@@ -1058,6 +1058,22 @@ def parse_rates(text):
     return sorted(set(rates))
 
 
+def check_slos(a, steps, reqs):
+    """An SLO no request could meet is an error: a time per output token under the decode step
+    of one sequence, or a first-token time under the prefill of the shortest prompt alone."""
+    if a.slo_tpot is not None:
+        t = steps.step((1, min(r["prompt_tokens"] for r in reqs) + 1))[0]
+        if a.slo_tpot < t:
+            fail(f"--slo-tpot {a.slo_tpot:g}: impossible, a decode step of one sequence takes {t * 1e3:.2f} ms "
+                 f"on this replica")
+    if a.slo_ttft is not None:
+        n = min(r["prompt_tokens"] for r in reqs)
+        t = steps.step(None, [(n, 0)])[0]
+        if a.slo_ttft < t:
+            fail(f"--slo-ttft {a.slo_ttft:g}: impossible, a prefill of the shortest prompt ({n} tokens) alone takes "
+                 f"{t * 1e3:.2f} ms on this replica")
+
+
 def sweep_rates(a, rates, card, replica, steps):
     """One generated stream per arrival rate through the same replica and step cache."""
     base, results = a.out, []
@@ -1066,6 +1082,7 @@ def sweep_rates(a, rates, card, replica, steps):
         reqs = generate_requests(a, a.max_context)
         if not reqs:
             fail(f"no requests arrive within --duration at {rate} per second")
+        check_slos(a, steps, reqs)
         server = Cluster(a, replica, steps)
         finished = server.run(reqs)
         rows, s = summarise(a, reqs, finished, server, replica, steps)
@@ -1282,6 +1299,7 @@ def main(argv=None):
         reqs = load_requests(a.requests, a.max_context) if a.requests else generate_requests(a, a.max_context)
         if not reqs:
             fail("no requests arrive within --duration at --rate")
+        check_slos(a, steps, reqs)
         server = Cluster(a, replica, steps)
         finished = server.run(reqs)
         if a.check_buckets:

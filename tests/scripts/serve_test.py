@@ -374,6 +374,18 @@ class BadInputs(unittest.TestCase):
             self.assertIn(path + want, p.stderr)
             self.assertNotIn("Traceback", p.stderr)
 
+    def test_an_impossible_slo(self):
+        a = args(slo_tpot=1e-3)  # the analytic decode step takes at least 5 ms
+        reqs = serve.generate_requests(a, 4096)
+        with self.assertRaises(serve.ServeError) as e:
+            serve.check_slos(a, AnalyticSteps(), reqs)
+        self.assertIn("--slo-tpot 0.001: impossible", str(e.exception))
+        a = args(slo_ttft=1e-4)
+        with self.assertRaises(serve.ServeError) as e:
+            serve.check_slos(a, AnalyticSteps(), reqs)
+        self.assertIn("--slo-ttft 0.0001: impossible", str(e.exception))
+        serve.check_slos(args(slo_ttft=1.0, slo_tpot=0.1), AnalyticSteps(), reqs)  # possible ones pass
+
     def test_a_model_that_does_not_fit(self):
         p = subprocess.run([sys.executable, SCRIPT, "--xpusim", XPUSIM, "--config",
                             os.path.join(ROOT, "configs", "h100-sxm.yaml"), "--model",
