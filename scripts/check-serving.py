@@ -20,6 +20,7 @@ under 8192; else 1024).
 """
 import argparse
 import csv
+import importlib.util
 import json
 import math
 import os
@@ -31,33 +32,28 @@ PUBLISHED = os.path.join(ROOT, "docs", "validation", "published", "trtllm-throug
 SERVE = os.path.join(ROOT, "scripts", "xpusim-serve.py")
 
 
+def round_up(x, quantum):
+    return quantum * math.ceil(x / quantum)
+
+
 def bench_limits(kv_requests, isl, osl):
     """trtllm-bench's max batch size and max tokens per step for R requests' worth of KV cache."""
     bs = min(kv_requests, 4096)
-    if bs < 256:
-        max_bs = max(64, 32 * math.ceil(bs / 32))
-    elif bs < 1024:
-        max_bs = 128 * math.ceil(bs / 128)
-    else:
-        max_bs = 256 * math.ceil(bs / 256)
+    max_bs = max(64, round_up(bs, 32)) if bs < 256 else round_up(bs, 128 if bs < 1024 else 256)
     tokens = min(bs * (1 + isl / osl), 32768)
-    if tokens < 4096:
-        max_tokens = max(2048, 256 * math.ceil(tokens / 256))
-    elif tokens < 8192:
-        max_tokens = 512 * math.ceil(tokens / 512)
-    else:
-        max_tokens = 1024 * math.ceil(tokens / 1024)
+    max_tokens = max(2048, round_up(tokens, 256)) if tokens < 4096 else round_up(tokens, 512 if tokens < 8192 else 1024)
     return max_bs, max_tokens
 
 
-def replica_figures(xpusim, row):
-    """Weights and KV bytes per token per GPU, and HBM per GPU, as xpusim-serve reckons them."""
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    import importlib.util
+def load_serve():
     spec = importlib.util.spec_from_file_location("xpusim_serve", SERVE)
     serve = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(serve)
-    serve.XPUSIM = xpusim
+    return serve
+
+
+def replica_figures(serve, row):
+    """Weights and KV bytes per token per GPU, and HBM per GPU, as xpusim-serve reckons them."""
     a = argparse.Namespace(config=os.path.join(ROOT, row["config"]), set=row["sets"], tp=int(row["tp"]),
                            weights=row["weights"], kv=row["kv"], gpu_memory_utilization=0.95,
                            activation_reserve=0.0, kv_blocks=0, block_size=16)
@@ -75,12 +71,14 @@ def main():
     a = ap.parse_args()
     rows = list(csv.DictReader(open(PUBLISHED)))
     pick = range(len(rows)) if a.rows is None else [int(x) for x in a.rows.split(",")]
+    serve = load_serve()
+    serve.XPUSIM = a.xpusim
     out_rows = []
     for i in pick:
         row = rows[i]
         row["sets"] = [s for s in row["set"].split(";") if s]
         isl, osl = int(row["isl"]), int(row["osl"])
-        hbm, weights, kv_per_token = replica_figures(a.xpusim, row)
+        hbm, weights, kv_per_token = replica_figures(serve, row)
         kv_requests = (hbm - weights) * 0.95 / (kv_per_token * (isl + osl))
         max_bs, max_tokens = bench_limits(kv_requests, isl, osl)
         n = a.requests or int(row["requests"])

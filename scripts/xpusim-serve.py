@@ -35,8 +35,9 @@ busy time, the cache's figures).
 """
 import argparse
 import bisect
-import heapq
 import concurrent.futures
+import functools
+import heapq
 import importlib.util
 import json
 import math
@@ -192,15 +193,21 @@ def card_params(c):
     return c["layers"] * (attn + ffn) + 2 * c["vocab"] * d
 
 
-def describe_value(config, sets, key):
-    """A resolved config value as text (xpusim describe --config)."""
-    cmd = [XPUSIM, "describe", "-q", "--config", config] + sum((["--set", s] for s in sets), [])
+@functools.lru_cache(maxsize=None)
+def describe(xpusim, config, sets):
+    """The resolved config as `xpusim describe --config` prints it, once per config and overrides."""
+    cmd = [xpusim, "describe", "-q", "--config", config] + sum((["--set", s] for s in sets), [])
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         fail(f"{config}: {p.stderr.strip()}")
+    return p.stdout
+
+
+def describe_value(config, sets, key):
+    """A resolved config value as text."""
     section, leaf = key.split(".")
     inside = False
-    for line in p.stdout.splitlines():
+    for line in describe(XPUSIM, config, tuple(sets)).splitlines():
         if re.match(r"^\S", line):
             inside = line.startswith(section + ":")
         elif inside:
@@ -278,7 +285,7 @@ class StepModel:
 
     def __init__(self, a, card, out):
         self.a, self.card, self.out = a, card, out
-        self.path = getattr(a, "step_cache", None) or os.path.join(out, "step-cache.json")
+        self.path = a.step_cache or os.path.join(out, "step-cache.json")
         self.cache = {}
         if os.path.exists(self.path):
             try:
@@ -288,7 +295,7 @@ class StepModel:
                 self.cache = {}
         self.lengths = ladder(16, a.bucket_ratio, max(a.max_context, a.max_batched_tokens))
         self.pasts = [0] + self.lengths  # tokens cached before a chunk
-        self.jobs = max(1, getattr(a, "jobs", 0) or os.cpu_count() or 1)
+        self.jobs = max(1, a.jobs or os.cpu_count() or 1)
         self.simulated = 0
         self.bucket_checks = []
 
@@ -580,11 +587,10 @@ class Server:
         self.max_used = 0
         self.in_system_area = 0.0  # integral of the number of requests in the system over time
         self.arrived = 0
-        self.finished = 0
         self.preemptions = 0
         self.tbt = {}  # times between tokens: a histogram, TBT_BINS bins per factor of e
         self.waiting, self.running, self.done = [], [], []
-        self.swap_free = getattr(a, "swap_space", 0) * 2 ** 30  # host memory per GPU for swapped caches
+        self.swap_free = a.swap_space * 2 ** 30  # host memory per GPU for swapped caches
         self.pending_io = 0.0  # seconds of swap copies the next step waits for
         self.swaps = 0
         self.swap_s = 0.0
@@ -676,7 +682,6 @@ class Server:
         self.free += r.blocks
         r.blocks = 0
         self.done.append(r)
-        self.finished += 1
 
     def grow(self, running, waiting):
         """The requests that decode a token this step. One crossing into a new block needs one,
@@ -772,7 +777,7 @@ class Server:
         nbytes = r.blocks * self.a.block_size * self.replica.kv_bytes_per_token
         self.free += r.blocks
         r.blocks = 0
-        if getattr(self.a, "preemption", "recompute") == "swap" and 0 < nbytes <= self.swap_free:
+        if self.a.preemption == "swap" and 0 < nbytes <= self.swap_free:
             self.swap_free -= nbytes
             r.swapped = nbytes
             self.swap_io(nbytes)
@@ -801,7 +806,7 @@ class Cluster:
         self.link = None
         if servers:
             self.entry, self.decoders = servers, servers
-        elif getattr(a, "disaggregate", None):
+        elif a.disaggregate:
             p, d = a.disaggregate
             self.link = kv_link(a)
             self.entry = [Server(a, replica, steps, "prefill", self.transfer, f"p{i}") for i in range(p)]
@@ -820,7 +825,7 @@ class Cluster:
         heapq.heappush(self.transfers, (t + dt, r.seq, r))
 
     def route(self, pool):
-        if getattr(self.a, "router", "") == "round-robin" and pool is self.entry:
+        if self.a.router == "round-robin" and pool is self.entry:
             s = pool[self.turn % len(pool)]
             self.turn += 1
             return s
@@ -876,21 +881,21 @@ class Cluster:
     def max_used(self):
         return max(s.max_used for s in self.servers)
 
-    @property
-    def step_count(self):
+    def summed(self, attr):
+        """A per-replica count (a dict) added up key by key."""
         out = {}
         for s in self.servers:
-            for k, v in s.step_count.items():
+            for k, v in getattr(s, attr).items():
                 out[k] = out.get(k, 0) + v
         return out
 
     @property
+    def step_count(self):
+        return self.summed("step_count")
+
+    @property
     def tbt(self):
-        out = {}
-        for s in self.servers:
-            for k, v in s.tbt.items():
-                out[k] = out.get(k, 0) + v
-        return out
+        return self.summed("tbt")
 
     @property
     def free(self):
@@ -969,7 +974,7 @@ def summarise(a, reqs, finished, server, replica, steps):
         "energy_j": server.energy, "joules_per_output_token": server.energy / out_tokens if out_tokens else None,
         "average_power_w": server.energy / server.now if server.now > 0 else None,
         "busy_s": server.busy, "busy_fraction": server.busy / (server.now * len(servers)) if server.now > 0 else None,
-        "replicas": [{"name": x.name, "role": x.role, "requests": x.arrived, "finished": x.finished, "busy_s": x.busy,
+        "replicas": [{"name": x.name, "role": x.role, "requests": x.arrived, "finished": len(x.done), "busy_s": x.busy,
                       "energy_j": x.energy, "steps": x.step_count, "preemptions": x.preemptions, "swaps": x.swaps,
                       "swap_s": x.swap_s} for x in servers],
         "swaps": sum(x.swaps for x in servers), "swap_s": sum(x.swap_s for x in servers),
@@ -983,8 +988,8 @@ def summarise(a, reqs, finished, server, replica, steps):
                        "bucketing_error": steps.bucket_checks},
         "setup": {"config": a.config, "model": a.model, "tp": a.tp, "weights": a.weights, "math": a.math or a.weights,
                   "kv": a.kv, "scheduler": a.scheduler, "max_seqs": a.max_seqs,
-                  "replicas": len(servers), "router": getattr(a, "router", None),
-                  "disaggregate": getattr(a, "disaggregate", None), "kv_link": getattr(a, "kv_link", None),
+                  "replicas": len(servers), "router": a.router,
+                  "disaggregate": a.disaggregate, "kv_link": a.kv_link,
                   "max_batched_tokens": a.max_batched_tokens},
     }
     return rows, s
@@ -1067,13 +1072,13 @@ def parse_rates(text):
 def check_slos(a, steps, reqs):
     """An SLO no request could meet is an error: a time per output token under the decode step
     of one sequence, or a first-token time under the prefill of the shortest prompt alone."""
+    n = min(r["prompt_tokens"] for r in reqs)
     if a.slo_tpot is not None:
-        t = steps.step((1, min(r["prompt_tokens"] for r in reqs) + 1))[0]
+        t = steps.step((1, n + 1))[0]
         if a.slo_tpot < t:
             fail(f"--slo-tpot {a.slo_tpot:g}: impossible, a decode step of one sequence takes {t * 1e3:.2f} ms "
                  f"on this replica")
     if a.slo_ttft is not None:
-        n = min(r["prompt_tokens"] for r in reqs)
         t = steps.step(None, [(n, 0)])[0]
         if a.slo_ttft < t:
             fail(f"--slo-ttft {a.slo_ttft:g}: impossible, a prefill of the shortest prompt ({n} tokens) alone takes "

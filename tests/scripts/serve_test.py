@@ -52,7 +52,7 @@ def args(**kw):
                            kv="bf16", rate=8.0, duration=120.0, arrivals="poisson", prompt_len="uniform:32:1024",
                            output_len="uniform:8:256", seed=3, rates=None, out=None, max_context=4096, replicas=1,
                            router="least-loaded", disaggregate=None, kv_link="nvlink", preemption="recompute",
-                           swap_space=4.0, swap_bandwidth=64.0)
+                           swap_space=4.0, swap_bandwidth=64.0, jobs=0, step_cache=None, set=[], kv_page=0)
     for k, v in kw.items():
         setattr(a, k, v)
     return a
@@ -250,7 +250,7 @@ class StepComposition(unittest.TestCase):
 
     def model(self, jobs=2):
         out = tempfile.mkdtemp()
-        a = args(out=out, max_context=8192, bucket_ratio=1.5, jobs=jobs, kv_page=0, set=[])
+        a = args(out=out, max_context=8192, bucket_ratio=1.5, jobs=jobs)
         return self.Fake(a, {"layers": 2}, out)
 
     def test_points_and_parts(self):
