@@ -263,7 +263,7 @@ int cmd_sweep(const std::string& cmd, const std::vector<std::string>& args, std:
       ("jobs,j", po::value<int>(), "points run at once on this machine (default: its cores; 1 per MPI rank)")
       ("resume", "keep the finished points of an earlier run into --out and run only the rest")
       ("retry-failed", "with --resume, run the failed points again too")
-      ("dry-run", "list the points and check every config and trace, run nothing")
+      ("dry-run", "list the points and check every config and trace (a serve sweep: every point, by xpusim serve --check), run nothing")
       ("timeout", po::value<double>(), "stop a point that runs longer than this many seconds of wall time and record it as failed");
   add_fidelity(d);
   add_limits(d);
@@ -277,15 +277,25 @@ int cmd_sweep(const std::string& cmd, const std::vector<std::string>& args, std:
   if (!vm.count("spec")) throw UsageError("xpusim sweep: give the sweep spec, e.g. `xpusim sweep configs/sweeps/hbm-x-sms.yaml`");
   if (vm.count("retry-failed") && !vm.count("resume")) throw UsageError("xpusim sweep: --retry-failed applies with --resume");
   const sweep::Spec spec = sweep::load_spec(vm["spec"].as<std::string>());
+  if (spec.kind == sweep::Kind::Serve)
+    for (const char* flag : {"fidelity", "tolerance", "limit"})
+      if (vm.count(flag) && !vm[flag].defaulted())
+        throw UsageError(std::string("xpusim sweep: --") + flag + " applies to `xpusim run` points; " + spec.file +
+                         " is a serve sweep (its step simulations run at xpusim serve's own settings)");
   const std::vector<sweep::Point> points = sweep::expand(spec);
-  sweep::validate(spec, points);
+  std::error_code ec;
+  const std::string self_exe = fs::read_symlink("/proc/self/exe", ec).string();
+  if (ec) throw UserError("cannot find the xpusim binary to run points with (/proc/self/exe)");
+  sweep::validate(spec, points, self_exe);
   if (vm.count("dry-run")) {
     for (const auto& p : points) {
       out << p.index << "  " << p.config << "  " << p.trace;
       for (const auto& [k, v] : p.axes) out << "  " << k << "=" << v;
       out << "\n";
     }
-    out << points.size() << " points; every config and trace loads\n";
+    out << points.size() << " points; "
+        << (spec.kind == sweep::Kind::Serve ? "every config loads and xpusim serve --check accepts every point\n"
+                                            : "every config and trace loads\n");
     return 0;
   }
   sweep::Options opt;
@@ -307,9 +317,9 @@ int cmd_sweep(const std::string& cmd, const std::vector<std::string>& args, std:
   opt.resume = vm.count("resume") > 0;
   opt.retry_failed = vm.count("retry-failed") > 0;
   opt.progress_bar = isatty(STDOUT_FILENO) && !vm.count("quiet");
-  std::error_code ec;
-  opt.self_exe = fs::read_symlink("/proc/self/exe", ec).string();
-  if (ec) throw UserError("cannot find the xpusim binary to run points with (/proc/self/exe)");
+  opt.self_exe = self_exe;
+  // A serve point simulates its steps several at a time: the cores shared among the points.
+  opt.serve_jobs = std::max(1, cores / opt.jobs);
   return sweep::run(spec, points, opt, out);
 }
 

@@ -427,14 +427,25 @@ std::string run_html(const Report& rep) {
   return page(rep.trace_name + " on " + rep.config_name, b.str());
 }
 
+namespace {
+
+// What a metric's value is in, for a tooltip: "ms" from "time (ms)", or the label itself.
+std::string unit_of(const SweepMetric& m) {
+  const size_t open = m.label.rfind('(');
+  if (open == std::string::npos || m.label.back() != ')') return m.label;
+  return m.label.substr(open + 1, m.label.size() - open - 2);
+}
+
+}  // namespace
+
 std::string sweep_html(const std::string& name, const std::string& description, const std::vector<std::string>& axes,
-                       const Table& t) {
+                       const Table& t, const SweepCharts& charts) {
   auto col = [&](const std::string& k) {
     const auto it = std::find(t.columns.begin(), t.columns.end(), k);
     return it == t.columns.end() ? t.columns.size() : static_cast<size_t>(it - t.columns.begin());
   };
-  const size_t c_status = col("status"), c_trace = col("trace"), c_config = col("config"), c_time = col("time_s"),
-               c_energy = col("energy_j");
+  const size_t c_status = col("status"), c_trace = col(charts.group), c_config = col("config"),
+               c_px = col(charts.pareto_x.column), c_py = col(charts.pareto_y.column);
   auto cell = [&](const std::vector<std::string>& r, size_t c) { return c < r.size() ? r[c] : std::string(); };
   std::vector<const std::vector<std::string>*> ok;
   for (const auto& r : t.rows)
@@ -456,8 +467,11 @@ std::string sweep_html(const std::string& name, const std::string& description, 
   b << "<p>" << ok.size() << " of " << t.rows.size() << " points ok.</p>\n";
   for (const std::string& tr : traces) {
     b << "<h2>" << esc(short_name(tr)) << "</h2>\n<div class=\"charts\">\n";
-    // One line plot per axis: time against the axis's values, a line per setting of the others.
+    // One line plot per metric and axis: the metric against the axis's values, a line per setting
+    // of the other axes.
+    for (const SweepMetric& m : charts.lines)
     for (const std::string& axis : axes) {
+      const size_t c_y = col(m.column);
       const size_t ca = col(axis);
       std::vector<std::string> values;
       bool numeric = true;
@@ -470,10 +484,10 @@ std::string sweep_html(const std::string& name, const std::string& description, 
         }
       if (numeric) std::sort(values.begin(), values.end(), [](const std::string& a, const std::string& c) { return std::stod(a) < std::stod(c); });
       XY ch;
-      ch.id = "axis-" + axis + "-" + short_name(tr);
-      ch.title = "time vs " + axis;
+      ch.id = "axis-" + (charts.lines.size() > 1 ? m.column + "-" : "") + axis + "-" + short_name(tr);
+      ch.title = (m.column == "time_s" ? "time" : m.label) + " vs " + axis;
       ch.xlabel = axis;
-      ch.ylabel = "time (ms)";
+      ch.ylabel = m.label;
       if (!numeric) ch.categories = values;
       std::map<std::string, Series> lines;
       for (const auto* r : ok) {
@@ -481,15 +495,17 @@ std::string sweep_html(const std::string& name, const std::string& description, 
         std::string key = several_configs ? short_name(cell(*r, c_config)) : "";
         for (const std::string& other : axes)
           if (other != axis) key += (key.empty() ? "" : ", ") + other + "=" + cell(*r, col(other));
+        bool ok_num = false;
+        const double yv = to_number(cell(*r, c_y), ok_num) * m.scale;
+        if (!ok_num) continue;  // a figure the point does not have (no second token: no time per token)
         Series& s = lines[key];
         s.name = key.empty() ? axis : key;
         s.line = true;
-        bool ok_num = false;
         const double xv = numeric ? to_number(cell(*r, ca), ok_num)
                                   : static_cast<double>(std::find(values.begin(), values.end(), cell(*r, ca)) - values.begin());
         s.x.push_back(xv);
-        s.y.push_back(to_number(cell(*r, c_time), ok_num) * 1e3);
-        s.tips.push_back(axis + "=" + cell(*r, ca) + (key.empty() ? "" : ", " + key) + ": " + num(s.y.back()) + " ms");
+        s.y.push_back(yv);
+        s.tips.push_back(axis + "=" + cell(*r, ca) + (key.empty() ? "" : ", " + key) + ": " + num(yv) + " " + unit_of(m));
       }
       size_t i = 0;
       for (auto& entry : lines) {
@@ -507,9 +523,10 @@ std::string sweep_html(const std::string& name, const std::string& description, 
     // Pareto: time against energy; the points no other point beats on both are joined.
     XY p;
     p.id = "pareto-" + short_name(tr);
-    p.title = "Performance vs energy (Pareto front joined)";
-    p.xlabel = "time (ms)";
-    p.ylabel = "energy (J)";
+    p.title = charts.pareto_x.column == "time_s" ? "Performance vs energy (Pareto front joined)"
+                                                 : charts.pareto_x.label + " vs " + charts.pareto_y.label + " (Pareto front joined)";
+    p.xlabel = charts.pareto_x.label;
+    p.ylabel = charts.pareto_y.label;
     p.y_from_zero = false;
     Series all, front;
     all.name = "points";
@@ -518,13 +535,13 @@ std::string sweep_html(const std::string& name, const std::string& description, 
     for (const auto* r : ok) {
       if (cell(*r, c_trace) != tr) continue;
       bool a = false, e = false;
-      const double x = to_number(cell(*r, c_time), a) * 1e3, y = to_number(cell(*r, c_energy), e);
+      const double x = to_number(cell(*r, c_px), a) * charts.pareto_x.scale, y = to_number(cell(*r, c_py), e) * charts.pareto_y.scale;
       if (!a || !e) continue;
       all.x.push_back(x);
       all.y.push_back(y);
       std::string tip = short_name(cell(*r, c_config));
       for (const std::string& ax : axes) tip += ", " + ax + "=" + cell(*r, col(ax));
-      all.tips.push_back(tip + ": " + num(x) + " ms, " + num(y) + " J");
+      all.tips.push_back(tip + ": " + num(x) + " " + unit_of(charts.pareto_x) + ", " + num(y) + " " + unit_of(charts.pareto_y));
       pts.emplace_back(x, y);
     }
     std::sort(pts.begin(), pts.end());

@@ -20,7 +20,12 @@ namespace {
 
 const std::vector<std::string> kNumeric = {"index", "time_s", "tflops", "energy_j", "tops_per_w", "power_w",
                                            "joules_per_token", "tokens_per_s", "tensor_util", "hbm_bandwidth",
-                                           "hbm_peak_bandwidth", "l2_hit_rate", "sms", "sm_clock_hz"};
+                                           "hbm_peak_bandwidth", "l2_hit_rate", "sms", "sm_clock_hz",
+                                           // serve points
+                                           "requests", "finished", "throughput_rps", "output_tokens_per_s",
+                                           "goodput_rps", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
+                                           "tbt_p99_s", "e2e_p99_s", "joules_per_output_token", "busy_fraction",
+                                           "preemptions", "kv_blocks"};
 
 bool numeric(const std::string& column) { return std::find(kNumeric.begin(), kNumeric.end(), column) != kNumeric.end(); }
 
@@ -33,12 +38,16 @@ std::string csv_quote(const std::string& s) {
 
 }  // namespace
 
-const std::vector<std::string>& metric_columns() {
-  static const std::vector<std::string> cols = {"chip",        "time_s",        "tflops",        "energy_j",
-                                                "tops_per_w",  "power_w",       "joules_per_token", "tokens_per_s",
-                                                "bound",       "tensor_util",   "hbm_bandwidth", "hbm_peak_bandwidth",
-                                                "l2_hit_rate", "sms",           "sm_clock_hz",   "out"};
-  return cols;
+const std::vector<std::string>& metric_columns(Kind kind) {
+  static const std::vector<std::string> run = {"chip",        "time_s",        "tflops",        "energy_j",
+                                               "tops_per_w",  "power_w",       "joules_per_token", "tokens_per_s",
+                                               "bound",       "tensor_util",   "hbm_bandwidth", "hbm_peak_bandwidth",
+                                               "l2_hit_rate", "sms",           "sm_clock_hz",   "out"};
+  static const std::vector<std::string> serve = {
+      "requests",   "finished",   "throughput_rps", "output_tokens_per_s", "goodput_rps", "ttft_p50_s",
+      "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",     "tbt_p99_s",           "e2e_p99_s",   "energy_j",
+      "joules_per_output_token", "power_w", "busy_fraction", "preemptions", "kv_blocks", "out"};
+  return kind == Kind::Serve ? serve : run;
 }
 
 Row Row::start(const Point& p, const std::string& out_dir) {
@@ -53,10 +62,34 @@ Row Row::start(const Point& p, const std::string& out_dir) {
   add("status", "ok");
   add("error", "");
   add("config", p.config);
-  add("trace", p.trace);
+  add(p.kind == Kind::Serve ? "model" : "trace", p.trace);
   for (const auto& [k, v] : p.axes) r.fields.emplace_back(k, Field{v, false});
-  for (const std::string& k : metric_columns()) add(k, k == "out" ? out_dir : "");
+  for (const std::string& k : metric_columns(p.kind)) add(k, k == "out" ? out_dir : "");
   return r;
+}
+
+void Row::add_serve_summary(const YAML::Node& s) {
+  auto put = [&](const std::string& k, const YAML::Node& v) {
+    for (auto& [key, f] : fields)
+      if (key == k && v && v.IsScalar()) f = Field{v.Scalar(), numeric(k)};
+  };
+  put("requests", find_path(s, {"requests"}));
+  put("finished", find_path(s, {"finished"}));
+  put("throughput_rps", find_path(s, {"throughput_rps"}));
+  put("output_tokens_per_s", find_path(s, {"output_tokens_per_s"}));
+  put("goodput_rps", find_path(s, {"goodput_rps"}));
+  for (const char* q : {"p50", "p99"}) {
+    put(std::string("ttft_") + q + "_s", find_path(s, {"ttft_s", q}));
+    put(std::string("tpot_") + q + "_s", find_path(s, {"tpot_s", q}));
+  }
+  put("tbt_p99_s", find_path(s, {"tbt_s", "p99"}));
+  put("e2e_p99_s", find_path(s, {"e2e_s", "p99"}));
+  put("energy_j", find_path(s, {"energy_j"}));
+  put("joules_per_output_token", find_path(s, {"joules_per_output_token"}));
+  put("power_w", find_path(s, {"average_power_w"}));
+  put("busy_fraction", find_path(s, {"busy_fraction"}));
+  put("preemptions", find_path(s, {"preemptions"}));
+  put("kv_blocks", find_path(s, {"kv_cache", "blocks"}));
 }
 
 void Row::add_report(const YAML::Node& rep) {
@@ -197,7 +230,14 @@ void Results::finish() {
   }
   std::vector<std::string> axes;
   for (const Axis& a : spec_.axes) axes.push_back(a.key);
-  io::write_atomically(root_ / "sweep.html", report::sweep_html(spec_.name, spec_.description, axes, t));
+  report::SweepCharts charts;  // a run sweep: time against each axis, time against energy
+  if (spec_.kind == Kind::Serve) {
+    charts.group = "model";
+    charts.lines = {{"output_tokens_per_s", "output tokens/s", 1}, {"ttft_p99_s", "p99 time to first token (ms)", 1e3}};
+    charts.pareto_x = {"ttft_p99_s", "p99 time to first token (ms)", 1e3};
+    charts.pareto_y = {"joules_per_output_token", "J per output token", 1};
+  }
+  io::write_atomically(root_ / "sweep.html", report::sweep_html(spec_.name, spec_.description, axes, t, charts));
 }
 
 size_t Results::ok_count() const {

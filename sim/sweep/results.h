@@ -23,8 +23,10 @@ struct Row {
   std::vector<std::pair<std::string, Field>> fields;  // every column, in column order
 
   static Row start(const Point& p, const std::string& out_dir);
-  // Headline figures of a point's report.json.
+  // Headline figures of a run point's report.json.
   void add_report(const YAML::Node& report);
+  // Headline figures of a serve point's summary.json (docs/serving.md).
+  void add_serve_summary(const YAML::Node& summary);
   void set_failed(const std::string& error);
   bool failed() const;
   std::string error() const;  // "" for a point that ran
@@ -35,8 +37,9 @@ struct Row {
   static Row parse(const std::string& line, const std::vector<Point>& points);
 };
 
-// The metric columns, after index, id, status, error, config, trace and the axes.
-const std::vector<std::string>& metric_columns();
+// The metric columns, after index, id, status, error, config, trace (a serve sweep: model) and
+// the axes.
+const std::vector<std::string>& metric_columns(Kind kind);
 
 class Results {
  public:

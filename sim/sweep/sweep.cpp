@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -37,11 +38,37 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kSpecKeys = {"xpusim_sweep", "name", "description", "config", "configs", "trace",
-                                            "traces", "mode", "samples", "seed", "axes", "set"};
-const std::string kTracePrefix = "trace.";
+                                            "traces", "serve", "mode", "samples", "seed", "axes", "set"};
+const std::string kTracePrefix = "trace.", kServePrefix = "serve.";
+// Flags of `xpusim serve` that the sweep sets itself, or that a serve sweep has in other forms.
+const std::vector<std::pair<std::string, std::string>> kServeReserved = {
+    {"config", "give the configs as the spec's config/configs"},
+    {"model", "give the model cards as serve.model/serve.models"},
+    {"set", "give fixed config overrides as the spec's set, swept ones as axes"},
+    {"out", "each point writes into the sweep's points/ folder"},
+    {"step-cache", "the points share OUT/step-cache.json"},
+    {"rates", "sweep the arrival rate with an axis, serve.rate: [...]"},
+    {"xpusim", "the points run the sweep's own binary"},
+    {"check", "the sweep checks every point before it runs any"},
+    {"help", "not a serving option"}};
 
 [[noreturn]] void fail(const SourceLoc& at, const std::string& key, const std::string& msg) {
   throw UserError(at.str() + ": " + (key.empty() ? "" : "key '" + key + "': ") + msg);
+}
+
+// A serve flag given in the spec (an option or an axis): a name, not a reserved one.
+void check_serve_flag(const SourceLoc& at, const std::string& key, const std::string& flag) {
+  if (flag.empty() || flag[0] == '-' || flag.find_first_of(" =") != std::string::npos)
+    fail(at, key, "expected a flag of `xpusim serve` without its dashes, e.g. rate or max-seqs");
+  for (const auto& [k, why] : kServeReserved)
+    if (flag == k) fail(at, key, "--" + flag + " is not set per point: " + why);
+}
+
+// A serve flag's value as the point passes it: a request file's path resolved against the
+// spec's folder, as the spec's other paths are.
+std::string serve_value(const Spec& s, const std::string& key, const std::string& v) {
+  if (key != "serve.requests" || fs::path(v).is_absolute()) return v;
+  return (fs::path(s.file).parent_path() / v).lexically_normal().string();
 }
 
 std::vector<std::string> paths(const std::string& file, const YAML::Node& n, const std::string& key, const fs::path& base) {
@@ -107,11 +134,34 @@ Spec load_spec(const std::string& path) {
   const fs::path base = fs::path(path).parent_path();
   s.name = root["name"] ? root["name"].Scalar() : fs::path(path).stem().string();
   if (root["description"]) s.description = root["description"].Scalar();
+  if (const YAML::Node sv = root["serve"]) {
+    // A serve sweep: model cards and `xpusim serve` options in place of traces.
+    s.kind = Kind::Serve;
+    if (root["trace"] || root["traces"])
+      fail(yaml_loc(path, root["trace"] ? root["trace"] : root["traces"]), root["trace"] ? "trace" : "traces",
+           "a serve sweep runs model cards (serve.model), not traces");
+    if (!sv.IsMap()) fail(yaml_loc(path, sv), "serve", "expected a map: model or models, then `xpusim serve` options");
+    if (sv["model"] && sv["models"]) fail(yaml_loc(path, sv["models"]), "serve.models", "give either serve.model or serve.models");
+    const YAML::Node m = sv["model"] ? sv["model"] : sv["models"];
+    if (!m) fail(yaml_loc(path, sv), "serve.models", "missing: the model card(s) every point serves");
+    s.traces = paths(path, m, "serve.models", base);
+    for (const auto& kv : sv) {
+      const std::string k = kv.first.Scalar();
+      if (k == "model" || k == "models") continue;
+      check_serve_flag(yaml_loc(path, kv.first), "serve." + k, k);
+      if (!kv.second.IsScalar() || kv.second.Scalar().empty())
+        fail(yaml_loc(path, kv.second), "serve." + k, "expected one value (sweep it with an axis serve." + k + ": [...])");
+      std::string v = kv.second.Scalar();
+      s.serve_options.emplace_back(k, serve_value(s, "serve." + k, v));
+      s.serve_option_locs.push_back(yaml_loc(path, kv.first));
+    }
+  }
   for (const char* k : {"config", "trace"}) {
+    if (s.kind == Kind::Serve && std::string(k) == "trace") continue;
     const std::string plural = std::string(k) + "s";
     if (root[k] && root[plural]) fail(yaml_loc(path, root[plural]), plural, std::string("give either ") + k + " or " + plural);
     const YAML::Node n = root[k] ? root[k] : root[plural];
-    if (!n) fail(yaml_loc(path, root), plural, "missing: the " + plural + " every point runs");
+    if (!n) fail(yaml_loc(path, root), plural, "missing: the " + plural + " every point runs" + (std::string(k) == "trace" ? " (or serve: for a serving sweep)" : ""));
     (std::string(k) == "config" ? s.configs : s.traces) = paths(path, n, plural, base);
   }
   if (const YAML::Node m = root["mode"]) {
@@ -147,6 +197,17 @@ Spec load_spec(const std::string& path) {
       a.key = kv.first.Scalar();
       a.loc = yaml_loc(path, kv.first);
       const std::string key = "axes." + a.key;
+      const bool serve_axis = a.key.rfind(kServePrefix, 0) == 0;
+      if (serve_axis && s.kind != Kind::Serve) fail(a.loc, key, "serve.* axes belong to a serve sweep (a spec with serve:)");
+      if (s.kind == Kind::Serve && a.key.rfind(kTracePrefix, 0) == 0)
+        fail(a.loc, key, "a serve sweep has no trace: its step traces are generated from the model card");
+      if (serve_axis) {
+        const std::string flag = a.key.substr(kServePrefix.size());
+        check_serve_flag(a.loc, key, flag);
+        if (flag == "model" || flag == "models") fail(a.loc, key, "give the model cards as serve.models: [...]");
+        for (const auto& [k, v] : s.serve_options)
+          if (k == flag) fail(a.loc, key, "serve." + flag + " is also fixed under serve:; give it in one place");
+      }
       const YAML::Node v = kv.second;
       if (v.IsSequence()) {
         if (v.size() == 0) fail(yaml_loc(path, v), key, "expected at least one value");
@@ -233,15 +294,20 @@ std::vector<Point> expand(const Spec& s) {
       for (const auto& c : combos) {
         Point p;
         p.index = out.size();
+        p.kind = s.kind;
         p.config = cfg;
         p.trace = tr;
         p.sets = s.sets;
-        std::string key = cfg + '\n' + tr;
+        p.serve_args = s.serve_options;
+        // A run point's key is as it always was, so that results of earlier versions resume.
+        std::string key = (s.kind == Kind::Serve ? "serve\n" : "") + cfg + '\n' + tr;
+        for (const auto& [k, v] : s.serve_options) key += "\nserve " + k + "=" + v;
         for (const std::string& x : s.sets) key += "\nset " + x;
         for (size_t i = 0; i < n_axes; ++i) {
           const std::string& k = s.axes[i].key;
           p.axes.emplace_back(k, c[i]);
           if (k.rfind(kTracePrefix, 0) == 0) p.trace_sets.push_back(k.substr(kTracePrefix.size()) + "=" + c[i]);
+          else if (k.rfind(kServePrefix, 0) == 0) p.serve_args.emplace_back(k.substr(kServePrefix.size()), serve_value(s, k, c[i]));
           else p.sets.push_back(k + "=" + c[i]);
           key += "\n" + k + "=" + c[i];
         }
@@ -254,7 +320,75 @@ std::vector<Point> expand(const Spec& s) {
   return out;
 }
 
-void validate(const Spec& s, const std::vector<Point>& points) {
+std::vector<std::string> point_args(const Point& p, const std::string& dir, const std::string& step_cache, int serve_jobs) {
+  std::vector<std::string> args;
+  if (p.kind == Kind::Serve) {
+    args = {"serve", "--config", p.config, "--model", p.trace, "--out", dir, "--step-cache", step_cache};
+    bool jobs = false;
+    for (const auto& [k, v] : p.serve_args) {
+      args.insert(args.end(), {"--" + k, v});
+      jobs = jobs || k == "jobs";
+    }
+    if (!jobs) args.insert(args.end(), {"--jobs", std::to_string(serve_jobs)});
+  } else {
+    args = {"run", "-q", "--config", p.config, "--trace", p.trace, "--out", dir};
+    for (const auto& x : p.trace_sets) args.insert(args.end(), {"--trace-set", x});
+  }
+  for (const auto& x : p.sets) args.insert(args.end(), {"--set", x});
+  return args;
+}
+
+namespace {
+
+// Whether an error message names the flag --`flag` (and not a longer one: --rate is not --rates).
+bool names_flag(const std::string& what, const std::string& flag) {
+  const std::string f = "--" + flag;
+  for (size_t at = what.find(f); at != std::string::npos; at = what.find(f, at + 1)) {
+    const size_t end = at + f.size();
+    if (end == what.size() || !(std::isalnum(static_cast<unsigned char>(what[end])) || what[end] == '-' || what[end] == '_'))
+      return true;
+  }
+  return false;
+}
+
+// Runs `exe args...` with no input and returns its exit status and what it wrote (both streams).
+std::pair<int, std::string> run_captured(const std::string& exe, const std::vector<std::string>& args) {
+  int fds[2];
+  if (pipe(fds) != 0) throw UserError(std::string("cannot start a check: ") + std::strerror(errno));
+  std::vector<std::string> all = {exe};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    throw UserError("cannot start " + exe + ": " + std::strerror(rc));
+  }
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) text.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text};
+}
+
+}  // namespace
+
+void validate(const Spec& s, const std::vector<Point>& points, const std::string& self_exe) {
   auto axis_of = [&](const std::string& what) -> const Axis* {
     for (const Axis& a : s.axes)
       if (what.find("'" + a.key + "'") != std::string::npos || what.find(a.key + "=") != std::string::npos) return &a;
@@ -266,6 +400,28 @@ void validate(const Spec& s, const std::vector<Point>& points) {
     for (const auto& x : p.sets) ckey += "\n" + x;
     try {
       if (configs_done.insert(ckey).second) config::load_config(p.config, p.sets);
+      if (p.kind == Kind::Serve) {
+        const std::vector<std::string> args = point_args(p, "", "", 1);
+        std::string key;
+        for (const auto& a : args) key += a + "\n";
+        if (!traces_done.insert(key).second) continue;
+        std::vector<std::string> check = {args.begin(), args.end()};
+        // No --out and no --step-cache: a check writes nothing.
+        for (const char* drop : {"--out", "--step-cache"}) {
+          const auto it = std::find(check.begin(), check.end(), drop);
+          if (it != check.end()) check.erase(it, it + 2);
+        }
+        check.push_back("--check");
+        const auto [status, text] = run_captured(self_exe, check);
+        if (status != 0) {
+          std::string why = text;
+          while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+          const size_t last = why.rfind('\n');  // argparse writes its usage first
+          if (last != std::string::npos && why.compare(last + 1, 7, "xpusim-") == 0) why = why.substr(last + 1);
+          throw UserError("xpusim serve refuses the point (" + p.trace + "): " + why);
+        }
+        continue;
+      }
       std::string tkey = p.trace;
       for (const auto& x : p.trace_sets) tkey += "\n" + x;
       if (traces_done.insert(tkey).second) {
@@ -276,6 +432,20 @@ void validate(const Spec& s, const std::vector<Point>& points) {
         }
       }
     } catch (const UserError& e) {
+      if (p.kind == Kind::Serve) {
+        // Name where the spec gives the flags `xpusim serve` objects to: one place, or each.
+        std::vector<std::string> where;
+        for (const Axis& a : s.axes)
+          if (a.key.rfind(kServePrefix, 0) == 0 && names_flag(e.what(), a.key.substr(kServePrefix.size())))
+            where.push_back(a.loc.str() + ": axis '" + a.key + "'");
+        for (size_t i = 0; i < s.serve_options.size(); ++i)
+          if (names_flag(e.what(), s.serve_options[i].first))
+            where.push_back(s.serve_option_locs[i].str() + ": key 'serve." + s.serve_options[i].first + "'");
+        if (where.size() == 1) throw UserError(where[0] + ": " + e.what());
+        std::string at;
+        for (const std::string& w : where) at += (at.empty() ? " (given at " : "; ") + w;
+        throw UserError(s.file + ": point " + std::to_string(p.index) + ": " + e.what() + (at.empty() ? "" : at + ")"));
+      }
       const Axis* a = axis_of(e.what());
       if (a) throw UserError(a->loc.str() + ": axis '" + a->key + "': " + e.what());
       throw UserError(s.file + ": point " + std::to_string(p.index) + ": " + e.what());
@@ -305,12 +475,14 @@ struct Running {
 
 fs::path point_dir(const fs::path& root, const Point& p) { return root / "points" / (std::to_string(p.index) + "-" + p.id); }
 
-pid_t spawn(const Options& opt, const Point& p, const fs::path& dir) {
-  std::vector<std::string> args = {opt.self_exe, "run", "-q", "--config", p.config, "--trace", p.trace, "--out", dir.string()};
-  for (const auto& x : p.sets) args.insert(args.end(), {"--set", x});
-  for (const auto& x : p.trace_sets) args.insert(args.end(), {"--trace-set", x});
-  for (const auto& x : opt.limits) args.insert(args.end(), {"--limit", x});
-  args.insert(args.end(), opt.run_args.begin(), opt.run_args.end());
+pid_t spawn(const Options& opt, const Point& p, const fs::path& dir, const fs::path& root) {
+  std::vector<std::string> args = {opt.self_exe};
+  const std::vector<std::string> mine = point_args(p, dir.string(), (root / "step-cache.json").string(), opt.serve_jobs);
+  args.insert(args.end(), mine.begin(), mine.end());
+  if (p.kind == Kind::Run) {
+    for (const auto& x : opt.limits) args.insert(args.end(), {"--limit", x});
+    args.insert(args.end(), opt.run_args.begin(), opt.run_args.end());
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -337,11 +509,13 @@ Row finish(const Point& p, int status, const fs::path& dir, const fs::path& out_
     return r;
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    const std::string file = p.kind == Kind::Serve ? "summary.json" : "report.json";
     try {
-      r.add_report(YAML::LoadFile((dir / "report.json").string()));
+      if (p.kind == Kind::Serve) r.add_serve_summary(YAML::LoadFile((dir / file).string()));
+      else r.add_report(YAML::LoadFile((dir / file).string()));
       return r;
     } catch (const std::exception& e) {
-      r.set_failed(std::string("cannot read report.json: ") + e.what());
+      r.set_failed("cannot read " + file + ": " + e.what());
       return r;
     }
   }
@@ -350,7 +524,7 @@ Row finish(const Point& p, int status, const fs::path& dir, const fs::path& out_
   std::ifstream log(dir / "log.txt");
   std::string line, last;
   while (std::getline(log, line))
-    if (line.rfind("error:", 0) == 0 || line.rfind("internal error", 0) == 0) last = line;
+    if (line.rfind("error:", 0) == 0 || line.rfind("internal error", 0) == 0 || line.rfind("xpusim-serve:", 0) == 0) last = line;
   if (!last.empty()) error = last + " (" + error + ")";
   r.set_failed(error);
   return r;
@@ -452,7 +626,7 @@ int run(const Spec& spec, const std::vector<Point>& points, const Options& opt, 
       const Point& p = points[mine[next++]];
       const fs::path dir = point_dir(root, p);
       io::make_directory(dir);
-      running.push_back({spawn(opt, p, dir), &p, std::chrono::steady_clock::now()});
+      running.push_back({spawn(opt, p, dir, root), &p, std::chrono::steady_clock::now()});
     }
     bool progressed = false;
     for (size_t i = 0; i < running.size();) {

@@ -1,7 +1,8 @@
 #pragma once
 // Design-space sweeps (docs/sweeps.md): a spec names configs, traces and axes; the points (the
 // cross product, a zip or random samples) run as `xpusim run` child processes, several at a
-// time, and across MPI ranks when launched by mpirun. Each finished point is appended to
+// time, and across MPI ranks when launched by mpirun. A serve sweep names models and serving
+// options instead of traces, and its points run `xpusim serve` (docs/serving.md). Each finished point is appended to
 // results.jsonl and results.csv at once, so an interrupted sweep loses nothing finished and
 // --resume runs only what is missing.
 #include <cstdint>
@@ -23,10 +24,16 @@ struct Axis {
   SourceLoc loc;
 };
 
+// What a point runs: `xpusim run` on a trace, or `xpusim serve` on a model card.
+enum class Kind { Run, Serve };
+
 struct Spec {
   std::string file, name, description;
+  Kind kind = Kind::Run;
   std::string mode = "grid";  // grid, zip, random
-  std::vector<std::string> configs, traces;  // paths resolved against the spec's folder
+  std::vector<std::string> configs, traces;  // paths resolved against the spec's folder; a serve sweep's model cards
+  std::vector<std::pair<std::string, std::string>> serve_options;  // serve: flag (no dashes), value
+  std::vector<SourceLoc> serve_option_locs;                       // where each was given
   std::vector<Axis> axes;
   std::vector<std::string> sets;  // fixed config overrides for every point
   int samples = 0;                // random
@@ -36,17 +43,24 @@ struct Spec {
 struct Point {
   size_t index = 0;
   std::string id;  // stable over runs of the same spec: a hash of what the point runs
-  std::string config, trace;
+  Kind kind = Kind::Run;
+  std::string config, trace;  // trace: a serve point's model card
   std::vector<std::pair<std::string, std::string>> axes;  // key, value as given
   std::vector<std::string> sets, trace_sets;               // for `xpusim run --set / --trace-set`
+  std::vector<std::pair<std::string, std::string>> serve_args;  // serve: the options and serve.* axes
 };
+
+// The arguments after `xpusim` that run the point into `dir`. A serve point shares
+// `step_cache` with the sweep's other points and runs `serve_jobs` step simulations at once.
+std::vector<std::string> point_args(const Point& p, const std::string& dir, const std::string& step_cache, int serve_jobs);
 
 // Throws UserError naming the spec's file, line and key.
 Spec load_spec(const std::string& path);
 std::vector<Point> expand(const Spec& spec);
 // Loads every config with each point's overrides and every trace with its trace overrides, so
-// that a typo in an axis fails before anything runs (errors name the axis in the spec).
-void validate(const Spec& spec, const std::vector<Point>& points);
+// that a typo in an axis fails before anything runs (errors name the axis in the spec). A serve
+// point is checked by `self_exe serve --check`: flags, model card, requests, that the model fits.
+void validate(const Spec& spec, const std::vector<Point>& points, const std::string& self_exe);
 
 struct Options {
   std::string out;
@@ -57,6 +71,7 @@ struct Options {
   std::string self_exe;       // the xpusim binary that runs each point
   std::vector<std::string> limits;  // --limit NAME=VALUE, passed to every point
   std::vector<std::string> run_args;  // further options of `xpusim run` for every point (--fidelity)
+  int serve_jobs = 1;               // step simulations each serve point runs at once
   double timeout_s = 0;             // wall time a point may take; 0: no bound
 };
 

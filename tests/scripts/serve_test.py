@@ -44,11 +44,12 @@ class AnalyticSteps:
 class Replica:
     def __init__(self, blocks):
         self.blocks, self.kv_bytes_per_token, self.weights_per_gpu = blocks, 1, 1
+        self.card = {"name": "m", "hidden": 4096, "layers": 32}
 
 
 def args(**kw):
     a = argparse.Namespace(block_size=16, scheduler="continuous", max_seqs=64, max_batched_tokens=8192,
-                           slo_ttft=None, slo_tpot=None, config="c", model="m", tp=1, weights="bf16", math=None,
+                           slo_ttft=None, slo_tpot=None, config="c", model="m", tp=1, pp=1, weights="bf16", math=None,
                            kv="bf16", rate=8.0, duration=120.0, arrivals="poisson", prompt_len="uniform:32:1024",
                            output_len="uniform:8:256", seed=3, rates=None, out=None, max_context=4096, replicas=1,
                            router="least-loaded", disaggregate=None, kv_link="nvlink", preemption="recompute",
@@ -181,18 +182,60 @@ class Scheduler(unittest.TestCase):
 def run_cluster(a, blocks=100000, link=(50e9, 5e-6)):
     reqs = serve.generate_requests(a, 4096)
     steps = AnalyticSteps()
-    saved = serve.kv_link
-    serve.kv_link = lambda _: link  # the config's NVLink, without the binary
+    saved = serve.kv_link, serve.stage_path
+    serve.kv_link = lambda _a, _path: link  # the config's NVLink, without the binary
+    serve.stage_path = lambda _a: "nvlink"
     try:
         cluster = serve.Cluster(a, Replica(blocks), steps)
         finished = cluster.run(reqs)
     finally:
-        serve.kv_link = saved
+        serve.kv_link, serve.stage_path = saved
     rows, s = serve.summarise(a, reqs, finished, cluster, Replica(blocks), steps)
     return reqs, cluster, rows, s
 
 
 class Replicas(unittest.TestCase):
+    def test_a_pipeline_interleaves_its_engines_steps(self):
+        # Under load a replica of two stages runs two engines' batches at once, each through
+        # both stages: about twice the throughput where the batch limit binds, never more.
+        kw = dict(rate=60.0, duration=60.0, max_seqs=16, output_len="uniform:64:256")
+        reqs, one, _, s1 = run_cluster(args(**kw))
+        reqs, two, rows, s2 = run_cluster(args(pp=2, **kw))
+        self.assertEqual(sorted(r["id"] for r in reqs), sorted(r["id"] for r in rows))
+        ratio = s2["output_tokens_per_s"] / s1["output_tokens_per_s"]
+        self.assertGreater(ratio, 1.6)
+        self.assertLessEqual(ratio, 2.0)
+        self.assertEqual([x["name"] for x in s2["replicas"]], ["0.0", "0.1"])
+        # The first stage takes one step at a time: its busy time fits in the run, and it is
+        # nearly always busy when the stream saturates both engines.
+        pipe, = two.pipes
+        self.assertLessEqual(pipe.occupied, two.now + 1e-9)
+        self.assertGreater(pipe.occupied / two.now, 0.8)
+        # Each engine has half the cache; the activations crossed the link at every step.
+        for e in two.servers:
+            self.assertEqual(e.blocks, 50000)
+            self.assertLessEqual(e.max_used, e.blocks)
+        steps = sum(sum(e.step_count.values()) for e in two.servers)
+        self.assertGreater(s2["pipeline"]["send_s"], steps * 5e-6)
+        # Little's law across the engines.
+        self.assertAlmostEqual(s2["mean_in_system"] / (s2["throughput_rps"] * s2["e2e_s"]["mean"]), 1.0, delta=0.05)
+
+    def test_a_pipeline_does_not_speed_up_one_request(self):
+        reqs = [{"id": "a", "arrival": 0.0, "prompt_tokens": 500, "output_tokens": 100}]
+        one = serve.Cluster(args(), Replica(100000), AnalyticSteps())
+        saved = serve.kv_link, serve.stage_path
+        serve.kv_link, serve.stage_path = (lambda _a, _p: (50e9, 5e-6)), (lambda _a: "nvlink")
+        try:
+            two = serve.Cluster(args(pp=2), Replica(100000), AnalyticSteps())
+        finally:
+            serve.kv_link, serve.stage_path = saved
+        r1, = one.run(reqs)
+        r2, = two.run(reqs)
+        # Alone, a request's steps cross both stages one after the other, plus a hand-off each.
+        extra = r2.finish - r1.finish
+        self.assertGreater(extra, 100 * 5e-6)
+        self.assertLess(extra, 100 * (5e-6 + 4096 * 2 / 50e9) * 1.01 + 500 * 4096 * 2 / 50e9)
+
     def test_two_replicas_serve_what_one_cannot(self):
         kw = dict(rate=40.0, duration=60.0, max_seqs=16)
         reqs, one, rows1, s1 = run_cluster(args(**kw))
@@ -395,12 +438,35 @@ class BadInputs(unittest.TestCase):
         self.assertIn("does not fit", p.stderr)
         self.assertNotIn("Traceback", p.stderr)
 
+    def test_a_pipeline_holds_what_one_stage_cannot(self):
+        # Llama-3-70B in bf16 is 141 GB, more than one H100's 80; two stages hold half each.
+        base = ["--config", os.path.join(ROOT, "configs", "h100-sxm.yaml"), "--model",
+                os.path.join(ROOT, "configs", "models", "llama-3-70b.yaml"), "--check"]
+        p = subprocess.run([sys.executable, SCRIPT, "--xpusim", XPUSIM, *base], capture_output=True, text=True)
+        self.assertIn("does not fit", p.stderr)
+        p = subprocess.run([sys.executable, SCRIPT, "--xpusim", XPUSIM, *base, "--pp", "2"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("ok: llama-3-70b fits", p.stdout)
+        a = args(tp=1, pp=2, config=base[1], weights="bf16", kv="bf16", gpu_memory_utilization=0.9,
+                 activation_reserve=4.0, kv_blocks=0, set=[])
+        card = serve.load_card(base[3])
+        pipe, tp2 = serve.Replica(a, card), serve.Replica(args(**{**vars(a), "tp": 2, "pp": 1}), card)
+        # A stage's GPU holds 40 layers' weights and KV heads and one end (the embedding or the
+        # LM head): what a GPU of TP 2 holds as half of all 80 layers and both ends.
+        self.assertAlmostEqual(pipe.weights_per_gpu,
+                               (40 * serve.layer_params(card) + card["vocab"] * card["hidden"]) * 2, delta=1)
+        self.assertAlmostEqual(pipe.weights_per_gpu, tp2.weights_per_gpu, delta=1)
+        self.assertEqual(pipe.kv_bytes_per_token, 2 * 40 * 8 * 128 * 2)
+        self.assertEqual(pipe.kv_bytes_per_token, tp2.kv_bytes_per_token)
+
     def test_bad_flags(self):
         for extra, want in ((["--tp", "0"], "--tp must be at least 1"), (["--kv", "fp9"], "--kv fp9: unknown format"),
                             (["--prompt-len", "uniform:9"], "--prompt-len uniform:9"),
                             (["--slo-ttft", "-1"], "SLO must be a positive"), (["--replicas", "0"], "--replicas must"),
                             (["--disaggregate", "2"], "--disaggregate 2: expected P:D"),
-                            (["--disaggregate", "1:1", "--scheduler", "static"], "not static")):
+                            (["--disaggregate", "1:1", "--scheduler", "static"], "not static"),
+                            (["--pp", "0"], "--pp must be at least 1"), (["--pp", "33"], "--pp 33: more stages than"),
+                            (["--rat", "2"], "unrecognized arguments: --rat")):
             p = self.run_serve(*extra)
             self.assertNotEqual(p.returncode, 0)
             self.assertIn(want, p.stderr)
@@ -454,6 +520,16 @@ class EndToEnd(unittest.TestCase):
         # Four caches of about 60-75 tokens x 128 KiB over 18 links: microseconds, not zero.
         self.assertGreater(s["kv_transfer_s"], 4 * 0.5e-6)
         self.assertLess(s["kv_transfer_s"], 1e-3)
+        # Two pipeline stages on the same steps: each step's activations cross the NVLink once.
+        p = subprocess.run(p.args[:-2] + ["--pp", "2"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        self.assertEqual((s["finished"], s["step_cache"]["simulated_now"], s["setup"]["pp"]), (4, 0, 2))
+        steps = sum(s["steps"].values())
+        self.assertGreater(s["pipeline"]["send_s"], steps * 0.5e-6)
+        self.assertLess(s["pipeline"]["send_s"], steps * 20e-6)
+        self.assertIn("TP=1 PP=2", open(os.path.join(out, "summary.md")).read())
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 """`xpusim sweep` and `xpusim compare`: a killed or interrupted sweep resumes to the same results as
 an uninterrupted one; an MPI run over 2 ranks equals the local run; a failing point is recorded
 and does not stop the sweep; the HTML reports have their charts (and render in headless
-Chromium when it is installed); the timeline is valid trace-event JSON with counter tracks.
+Chromium when it is installed); the timeline is valid trace-event JSON with counter tracks. A
+serve sweep runs `xpusim serve` per point, its points sharing one step cache, with the same
+results, resume and MPI behaviour.
 Run by ctest (scripts.sweep) with the binary as the first argument."""
 import json
 import os
@@ -259,6 +261,143 @@ class Sweep(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("3 failed point(s)", r.stdout)
         self.assertIn("sm.count: 66 -> 132", r.stdout)
+
+
+SERVE_SPEC = f"""xpusim_sweep: 1
+name: serve-test
+config: {ROOT}/configs/h100-sxm.yaml
+serve:
+  model: {ROOT}/configs/models/llama-3-8b.yaml
+  duration: 2
+  prompt-len: uniform:32:96
+  output-len: 4
+  max-context: 256
+  bucket-ratio: 8
+axes:
+  serve.rate: [4, 16]
+  serve.scheduler: [continuous, chunked]
+"""
+
+
+class ServeSweep(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="xpusim-serve-sweep-")
+        cls.spec = os.path.join(cls.tmp, "serve.yaml")
+        with open(cls.spec, "w") as f:
+            f.write(SERVE_SPEC)
+        cls.full = os.path.join(cls.tmp, "full")
+        cls.out = sweep(cls.spec, "-o", cls.full, "-j", "2").stdout
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def rows(self, out):
+        return [json.loads(x) for x in read(os.path.join(out, "results.jsonl")).splitlines()]
+
+    def with_cache(self, name):
+        """A fresh output folder holding the first run's step cache: its points simulate nothing."""
+        out = os.path.join(self.tmp, name)
+        os.makedirs(out)
+        shutil.copy(os.path.join(self.full, "step-cache.json"), out)
+        return out
+
+    def test_every_point_is_a_serving_run(self):
+        self.assertIn("4 of 4 points ok", self.out)
+        rows = self.rows(self.full)
+        self.assertEqual([r["index"] for r in rows], [0, 1, 2, 3])
+        header = read(os.path.join(self.full, "results.csv")).splitlines()[0]
+        self.assertTrue(header.startswith("index,id,status,error,config,model,serve.rate,serve.scheduler,requests,"))
+        for r in rows:
+            self.assertEqual(r["status"], "ok", r)
+            # The row is the point's own summary.
+            with open(os.path.join(self.full, r["out"], "summary.json")) as f:
+                s = json.load(f)
+            self.assertEqual(r["finished"], s["finished"])
+            self.assertEqual(r["ttft_p99_s"], s["ttft_s"]["p99"])
+            self.assertEqual(r["joules_per_output_token"], s["joules_per_output_token"])
+            self.assertEqual(s["setup"]["scheduler"], r["serve.scheduler"])
+            self.assertEqual(r["finished"], r["requests"])
+        by = {(r["serve.rate"], r["serve.scheduler"]): r for r in rows}
+        for sched in ("continuous", "chunked"):
+            self.assertGreater(by[("16", sched)]["throughput_rps"], 2 * by[("4", sched)]["throughput_rps"])
+
+    def test_points_share_one_step_cache(self):
+        with open(os.path.join(self.full, "step-cache.json")) as f:
+            cache = json.load(f)
+        simulated = 0
+        for r in self.rows(self.full):
+            with open(os.path.join(self.full, r["out"], "summary.json")) as f:
+                simulated += json.load(f)["step_cache"]["simulated_now"]
+            self.assertFalse(os.path.exists(os.path.join(self.full, r["out"], "step-cache.json")))
+        # Every shape any point simulated is in the shared file (no point's writes lost).
+        self.assertGreaterEqual(simulated, len(cache))
+        self.assertTrue(all(len(v) == 4 for v in cache.values()))
+        self.assertEqual([f for f in os.listdir(self.full) if f.endswith((".tmp", ".lock"))], [])
+
+    def test_one_at_a_time_and_mpi_give_the_same_bytes(self):
+        out = self.with_cache("serial")
+        sweep(self.spec, "-o", out, "-j", "1")
+        for name in ("results.jsonl", "results.csv"):
+            self.assertEqual(read(os.path.join(out, name)), read(os.path.join(self.full, name)), name)
+        for r in self.rows(out):
+            with open(os.path.join(out, r["out"], "summary.json")) as f:
+                self.assertEqual(json.load(f)["step_cache"]["simulated_now"], 0)
+        # Resumed when complete: nothing runs, nothing changes.
+        before = read(os.path.join(out, "results.csv"))
+        r = sweep(self.spec, "-o", out, "--resume")
+        self.assertIn("4 already done, 0 to run", r.stdout)
+        self.assertEqual(read(os.path.join(out, "results.csv")), before)
+        mpirun = shutil.which("mpirun")
+        if not mpirun:
+            self.skipTest("mpirun not installed")
+        out = self.with_cache("mpi")
+        r = subprocess.run([mpirun, "-np", "2", XPUSIM, "sweep", self.spec, "-o", out], env=ENV,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        if "MPI ranks" not in r.stdout:
+            self.skipTest("this xpusim was built without MPI")
+        self.assertEqual(read(os.path.join(out, "results.csv")), read(os.path.join(self.full, "results.csv")))
+
+    def test_html_plots_serving_figures(self):
+        html = read(os.path.join(self.full, "sweep.html"))
+        for chart in ["axis-output_tokens_per_s-serve.rate-llama-3-8b", "axis-ttft_p99_s-serve.scheduler-llama-3-8b",
+                      "pareto-llama-3-8b"]:
+            self.assertIn(f'<svg id="{chart}"', html)
+        self.assertIn("J per output token", html)
+
+    def test_bad_serve_specs_are_refused_before_anything_runs(self):
+        cases = [(SERVE_SPEC.replace("serve.rate:", "serve.rat:"), "serve.yaml:12", "axis 'serve.rat'", "unrecognized arguments: --rat 4"),
+                 (SERVE_SPEC.replace("  duration: 2", "  duration: -2"), "serve.yaml: point 0:", "--rate and --duration must be",
+                  "serve.yaml:6:3: key 'serve.duration')"),
+                 (SERVE_SPEC.replace("  duration: 2", "  max-seqs: 0"), "serve.yaml:6:3: key 'serve.max-seqs': ",
+                  "--max-seqs must be at least 1"),
+                 (SERVE_SPEC.replace("  duration: 2", "  rates: 1,2"), "serve.yaml:6:3", "key 'serve.rates'",
+                  "sweep the arrival rate with an axis"),
+                 (SERVE_SPEC.replace("[continuous, chunked]", "[continuous, fifo]"), "axis 'serve.scheduler'", "",
+                  "invalid choice: 'fifo'"),
+                 (SERVE_SPEC + "  trace.dtype: [fp8]\n", "key 'axes.trace.dtype'", "", "a serve sweep has no trace"),
+                 (SERVE_SPEC + f"traces: [{ROOT}/tests/data/gemm-2k.yaml]\n", "key 'traces'", "",
+                  "runs model cards (serve.model), not traces"),
+                 (SERVE_SPEC.replace("llama-3-8b.yaml", "llama-9.yaml"), "serve.yaml:", "", "llama-9.yaml"),
+                 (SERVE_SPEC.replace("max-context: 256", "tp: 1\n  max-context: 256").replace("serve.scheduler: [continuous, chunked]", "serve.tp: [1]"),
+                  "key 'axes.serve.tp'", "", "also fixed under serve:"),
+                 (SPEC + "  serve.rate: [1]\n", "key 'axes.serve.rate'", "", "belong to a serve sweep")]
+        for i, (text, *msgs) in enumerate(cases):
+            spec = os.path.join(self.tmp, "bad", str(i), "serve.yaml")
+            os.makedirs(os.path.dirname(spec))
+            with open(spec, "w") as f:
+                f.write(text)
+            out = os.path.join(self.tmp, "bad", str(i), "out")
+            r = sweep(spec, "-o", out, check=False)
+            self.assertEqual(r.returncode, 1, (text, r.stderr))
+            for m in msgs:
+                self.assertIn(m, r.stderr, text)
+            self.assertFalse(os.path.exists(out), "refused before anything ran")
+        r = sweep(self.spec, "--fidelity", "exact", "--dry-run", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--fidelity applies to `xpusim run` points", r.stderr)
 
 
 if __name__ == "__main__":
