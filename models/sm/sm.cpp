@@ -153,15 +153,19 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   const double smem = w.smem_read_bytes + w.smem_write_bytes;
   if (smem > 0) {
     follow_clock();
-    if (w.smem_write_bytes > 0) end = std::max(end, smem_.reserve(now, now, w.smem_write_bytes));
+    // Without MMAs the reads are load instructions (LDS) on the load/store path: timed with the writes.
+    const double timed = w.smem_write_bytes + (w.instr_mma > 0 ? 0.0 : w.smem_read_bytes);
+    if (timed > 0) end = std::max(end, smem_.reserve(now, now, timed));
     stats_.smem_bytes->value += smem;
     c.smem_read_bytes += w.smem_read_bytes;
     c.smem_write_bytes += w.smem_write_bytes;
   }
 
   const double issue_slots = w.instr_mma + w.instr_simt + w.instr_mem;
-  // FP16 FMAs pack two to a lane (HFMA2); a DP4A takes a lane slot.
-  const double lane_ops = w.fp32_ops + w.hfma_ops / 2 + w.dp4a_ops;
+  // FP16 FMAs pack sm.hfma_per_lane to a lane slot (HFMA2: two), DP4As sm.dp4a_per_lane. The
+  // lowering refuses work on a path the SM lacks (a rate of 0), so no division by 0 is left here.
+  const double lane_ops = w.fp32_ops + (w.hfma_ops > 0 ? w.hfma_ops / p_.hfma_per_lane : 0.0) +
+                          (w.dp4a_ops > 0 ? w.dp4a_ops / p_.dp4a_per_lane : 0.0);
   const double cycles = std::max({lane_ops / p_.fp32_lanes, w.sfu_ops / p_.sfu_lanes, issue_slots / p_.sub_partitions});
   if (cycles > 0) {
     const double duration = cycles / clock_.hz();

@@ -12,6 +12,8 @@ struct SmParams {
   int registers = 0;                 // 32-bit registers per SM
   double shared_memory_bytes = 0;    // shared memory a kernel may use per SM
   int fp32_lanes = 0;                // FP32 FMA lanes per SM
+  double hfma_per_lane = 2;          // FP16 FMAs per FP32 lane per clock on the SIMT path (HFMA2: 2; 0: no FP16 math)
+  double dp4a_per_lane = 1;          // DP4A instructions (4 INT8 MACs each) per FP32 lane per clock (0: no DP4A)
   int sfu_lanes = 0;                 // special-function (exp, rsqrt) lanes per SM
   int shared_memory_banks = 0;       // banks of the combined L1/shared-memory array
   double bank_bytes = 0;             // bytes per bank per clock

@@ -188,6 +188,12 @@ Schema make_gpu_schema() {
                 between(1 * kKiB, 64 * 1024 * kKiB), "Shared memory a kernel may use per SM")
       .integer("fp32_lanes", &SmParams::fp32_lanes, def("128"), between(1, 4096),
                "FP32 FMA lanes per SM (non-tensor math)")
+      .number("hfma_per_lane", &SmParams::hfma_per_lane, def("2"), between(0, 64),
+              "FP16 FMAs per FP32 lane per clock on the SIMT path: 2 where HFMA2 packs two (Pascal GP100, Volta and later), "
+              "a fraction where FP16 math is slower than FP32 (GP102/GP104: 1/64), 0 where there is none (Kepler)")
+      .number("dp4a_per_lane", &SmParams::dp4a_per_lane, def("1"), between(0, 64),
+              "DP4A instructions (a 4-way INT8 dot product: 4 MACs) per FP32 lane per clock: 1 from sm_61 (Pascal GP102/GP104) "
+              "on, 0 before (Kepler, GP100)")
       .integer("sfu_lanes", &SmParams::sfu_lanes, def("16"), between(1, 4096),
                "Special-function lanes per SM (exp, rsqrt, ...)")
       .integer("shared_memory_banks", &SmParams::shared_memory_banks, def("32"), between(1, 1024),

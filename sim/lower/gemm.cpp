@@ -84,11 +84,13 @@ void GemmProgram::tile_step(uint64_t tile, uint64_t st, StepWork& w) const {
                    bytes_of(static_cast<uint64_t>(N), scale_bits)});
   }
   // The whole tile is computed (TMA zero-fills past the edges): edge waste is real work.
-  w.tensor_macs += static_cast<double>(bm * bn * bk);
-  w.tensor_dtype = dtype;
-  w.tensor_sparse = sparse;
-  // One TMA instruction per tile.
-  w.instr_mem += static_cast<double>(w.loads.size() + w.multicast_loads.size() - loads_before);
+  if (on_tensor_cores()) {
+    w.tensor_macs += static_cast<double>(bm * bn * bk);
+    w.tensor_dtype = dtype;
+    w.tensor_sparse = sparse;
+    // One TMA instruction per tile.
+    w.instr_mem += static_cast<double>(w.loads.size() + w.multicast_loads.size() - loads_before);
+  }
   mma_costs(w);
 }
 
@@ -362,18 +364,53 @@ std::vector<std::pair<int64_t, int64_t>> GemmProgram::candidate_tiles(const conf
   return tiles;
 }
 
+namespace {
+
+// MACs per clock per SM of a GEMM in `dt` on the SIMT lanes (0: no instruction for it): FFMA
+// for fp32, HFMA for fp16, DP4A (4 MACs) for int8.
+double simt_macs_per_clock(const SmParams& sm, Dtype dt) {
+  switch (dt) {
+    case Dtype::fp32: return sm.fp32_lanes;
+    case Dtype::fp16: return sm.fp32_lanes * sm.hfma_per_lane;
+    case Dtype::int8: return 4.0 * sm.fp32_lanes * sm.dp4a_per_lane;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+double simt_gemm_peak_tflops(const config::GpuConfig& gpu, Dtype dt) {
+  return 2.0 * gpu.sm.count * simt_macs_per_clock(gpu.sm, dt) * gpu.sm.clock_hz / 1e12;
+}
+
 LoweredOp Lowering::gemm(const Op& op) {
   const TensorCoreParams& tc = gpu_.tensor_core;
   const KernelLibParams& kl = gpu_.kernels;
-  const double rate = tc.per_sm * tc.macs_per_clock.of(op.dtype);
-  if (rate <= 0)
-    throw UserError(op.loc.str() + ": op '" + op.name + "': the tensor cores of this chip do not support " +
-                    dtype_name(op.dtype) + " (tensor_core.macs_per_clock." + dtype_name(op.dtype) + " is 0)");
-  if (op.sparse_2_4 && !tc.sparse_2_4)
-    throw UserError(op.loc.str() + ": op '" + op.name + "' asks for 2:4 sparsity but tensor_core.sparse_2_4 is false");
+  // The tensor cores where they take the format, else the SIMT lanes where the SM has an
+  // instruction for it (a chip before tensor cores, or a format they lack).
+  const double tensor_rate = tc.per_sm * tc.macs_per_clock.of(op.dtype);
+  const bool simt = tensor_rate <= 0;
+  const double rate = simt ? simt_macs_per_clock(gpu_.sm, op.dtype) : tensor_rate;
+  if (rate <= 0) {
+    const std::string f = dtype_name(op.dtype);
+    const std::string cores = tc.per_sm == 0 ? "this chip has no tensor cores (tensor_core.per_sm is 0)"
+                                             : "the tensor cores of this chip do not support " + f +
+                                                   " (tensor_core.macs_per_clock." + f + " is 0)";
+    const std::string lanes = op.dtype == Dtype::fp16   ? "its SMs have no FP16 arithmetic (sm.hfma_per_lane is 0)"
+                              : op.dtype == Dtype::int8 ? "its SMs have no DP4A (sm.dp4a_per_lane is 0)"
+                                                        : "its SIMT lanes have no " + f + " GEMM instruction (fp32, fp16 and int8 only)";
+    throw UserError(op.loc.str() + ": op '" + op.name + "': " + cores + " and " + lanes);
+  }
+  if (op.sparse_2_4 && (simt || !tc.sparse_2_4))
+    throw UserError(op.loc.str() + ": op '" + op.name + "' asks for 2:4 sparsity but " +
+                    (simt ? std::string("it runs on the SIMT lanes, which do not skip zeros (sparse tensor cores do)")
+                          : "tensor_core.sparse_2_4 is false"));
+  if (simt && op.weight_only())
+    throw UserError(op.loc.str() + ": op '" + op.name + "': weight-only quantised GEMMs run on tensor cores; this chip's take no " +
+                    dtype_name(op.dtype));
 
-  const bool tcgen05 = kl.gemm_mma == "tcgen05";
-  std::shared_ptr<GemmProgram> p = tcgen05 ? make_tcgen05_gemm() : make_wgmma_gemm();
+  const bool tcgen05 = !simt && kl.gemm_mma == "tcgen05";
+  std::shared_ptr<GemmProgram> p = simt ? make_simt_gemm() : tcgen05 ? make_tcgen05_gemm() : make_wgmma_gemm();
   p->dtype = op.dtype;
   p->in_bits = dtype_bits(op.dtype);
   p->out_bits = dtype_bits(op.out_dtype);
@@ -452,7 +489,7 @@ LoweredOp Lowering::gemm(const Op& op) {
   if (op.weight_only())
     d += ", " + op.weight_format + " weights" + (p->dequant_ops > 0 ? " converted to " + std::string(dtype_name(op.dtype)) : " (native block scaling)");
   p->description = d;
-  return finish(p, true);
+  return finish(p, !simt);
 }
 
 }  // namespace xpusim::lower

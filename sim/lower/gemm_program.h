@@ -4,7 +4,8 @@
 // does its own way: which part of the shared operand a CTA fetches, what its MMAs cost, which
 // tiles it can run and how its CTAs are scheduled. gemm.cpp holds the shared part and picks the
 // variant (kernels.gemm.mma); gemm_sm90.cpp (warpgroup MMA) and gemm_sm100.cpp (tcgen05) are the
-// variants, and a new architecture adds a file beside them.
+// variants, gemm_simt.cpp the kernels of chips without tensor cores for the format (FFMA, HFMA2
+// or DP4A on the lanes), and a new architecture adds a file beside them.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -112,6 +113,8 @@ class GemmProgram : public KernelProgram {
   void written(double max_bytes, std::vector<Strided>& out) const override;
 
   // Architecture hooks.
+  // Whether the MMAs run on tensor cores (the SIMT variant runs them as lane instructions).
+  virtual bool on_tensor_cores() const { return true; }
   // Tile rows a CTA may have, and the tile choice: sets bm, bn, stages and resources (bm stays
   // 0 when nothing fits). `rate` is the SM's MAC rate in this format (sparsity included).
   virtual void choose_tile(const config::GpuConfig& gpu, const trace::Op& op, double rate) = 0;
@@ -148,8 +151,9 @@ class GemmProgram : public KernelProgram {
   static std::vector<std::pair<int64_t, int64_t>> candidate_tiles(const config::GpuConfig& gpu);
 };
 
-// The variants (gemm_sm90.cpp, gemm_sm100.cpp).
+// The variants (gemm_sm90.cpp, gemm_sm100.cpp, gemm_simt.cpp).
 std::shared_ptr<GemmProgram> make_wgmma_gemm();
 std::shared_ptr<GemmProgram> make_tcgen05_gemm();
+std::shared_ptr<GemmProgram> make_simt_gemm();
 
 }  // namespace xpusim::lower

@@ -18,6 +18,10 @@ struct LoweredOp {
   bool uses_tensor_cores = false;
 };
 
+// The peak of a GEMM in `dt` on the SIMT lanes (FFMA, HFMA or DP4A), TFLOP/s; 0 where the SMs
+// have no instruction for it.
+double simt_gemm_peak_tflops(const config::GpuConfig& gpu, Dtype dt);
+
 class Lowering {
  public:
   explicit Lowering(const config::GpuConfig& gpu);

@@ -56,6 +56,7 @@ class InstructionLoopProgram : public KernelProgram {
     w.instr_simt = n;
     if (instruction == "ffma") w.fp32_ops = 32 * n;
     if (instruction == "hfma") w.hfma_ops = 32 * n;
+    if (instruction == "hfma2") w.hfma_ops = 64 * n;  // two packed fp16 FMAs per lane
     if (instruction == "hdp4a") w.dp4a_ops = 32 * n;
   }
   void epilogue(uint64_t, StepWork&) const override {}
@@ -123,6 +124,9 @@ LoweredOp Lowering::microbenchmark(const Op& op) {
     const bool mma = op.instruction == "hmma" || op.instruction == "imma";
     if (mma && gpu_.tensor_core.per_sm * gpu_.tensor_core.macs_per_clock.of(op.instruction == "hmma" ? Dtype::fp16 : Dtype::int8) <= 0)
       throw UserError(op.loc.str() + ": op '" + op.name + "': the tensor cores of this chip do not run " + op.instruction);
+    if ((op.instruction.rfind("hfma", 0) == 0 && gpu_.sm.hfma_per_lane <= 0) || (op.instruction == "hdp4a" && gpu_.sm.dp4a_per_lane <= 0))
+      throw UserError(op.loc.str() + ": op '" + op.name + "': the SMs of this chip have no " + op.instruction + " (sm." +
+                      (op.instruction == "hdp4a" ? "dp4a_per_lane" : "hfma_per_lane") + " is 0)");
     p->stages = 1;
     p->resources = CtaResources{32 * static_cast<int>(p->warps_per_cta), 32 * 32 * static_cast<int>(p->warps_per_cta), 0};
     std::ostringstream os;

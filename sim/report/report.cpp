@@ -286,7 +286,10 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     o.ctas = static_cast<long long>(res.lowered.program->num_ctas());
     o.waves = res.lowered.waves;
     o.ctas_per_sm = res.lowered.ctas_per_sm;
-    const double peak = res.lowered.uses_tensor_cores ? tensor_peak(op.dtype, op.sparse_2_4) : rep.fp32_peak_tflops;
+    const bool simt_gemm = !res.lowered.uses_tensor_cores && (op.kind == trace::OpKind::gemm || op.kind == trace::OpKind::conv2d);
+    const double peak = res.lowered.uses_tensor_cores ? tensor_peak(op.dtype, op.sparse_2_4)
+                        : simt_gemm                   ? lower::simt_gemm_peak_tflops(g, op.dtype)
+                                                      : rep.fp32_peak_tflops;
     const double capacity = static_cast<double>(g.sm.count) * std::max(1, res.lowered.ctas_per_sm);
     // A kernel's time runs from its launch to its completion: its grid's start and end costs
     // (kernels.kernel_start, kernel_end) with its CTAs' work between, as a profiler times it.

@@ -87,7 +87,8 @@ double Op::flops() const {
     case OpKind::instruction_loop: {
       const double n = static_cast<double>(count) * static_cast<double>(warps);
       if (instruction == "hmma" || instruction == "imma") return 2.0 * n * static_cast<double>(macs_per_instruction);
-      return n * 32.0 * (instruction == "hdp4a" ? 8.0 : 2.0);  // a DP4A is 4 MACs
+      // A DP4A is 4 MACs, an HFMA2 two FMAs.
+      return n * 32.0 * (instruction == "hdp4a" ? 8.0 : instruction == "hfma2" ? 4.0 : 2.0);
     }
   }
   return 0;

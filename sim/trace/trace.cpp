@@ -509,7 +509,7 @@ class Parser {
         break;
       }
       case OpKind::instruction_loop: {
-        o.instruction = get_choice(cx, need("instruction"), path + ".instruction", {"ffma", "hfma", "hdp4a", "hmma", "imma"});
+        o.instruction = get_choice(cx, need("instruction"), path + ".instruction", {"ffma", "hfma", "hfma2", "hdp4a", "hmma", "imma"});
         o.count = opt_dim("count", 1000, 1);
         o.warps = opt_dim("warps", 1024, 1);
         // Volta's HMMA multiplies two 4x4 fp16 matrices (64 MACs); Turing's IMMA two 8x8 int8

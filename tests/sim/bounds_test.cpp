@@ -164,3 +164,27 @@ TEST_CASE("weight-only int4 speeds up a memory-bound GEMM by its bytes, not a co
   CHECK(big4 >= 0.97 * big16);
   CHECK(big4 <= 1.3 * big16);
 }
+
+TEST_CASE("instruction loops reach each SIMT path's peak from lanes x clock, and SGEMM stays under it", "[sim][bounds][simt]") {
+  const std::string k40 = source_path("configs/k40.yaml");
+  const double lanes_x_clock = 15 * 192 * 745e6;  // configs/k40.yaml: 2880 lanes at the base clock
+  auto loop = [](const std::string& instr) {
+    return "xpusim_trace: 1\nops:\n  - {name: l, kind: instruction_loop, instruction: " + instr + ", count: 4000, warps: 4096}\n";
+  };
+  // FFMA: two FLOPs per lane per clock (K40's 4.29 TFLOPS single precision).
+  const YAML::Node f = simulate(k40, loop("ffma"));
+  CHECK(d(f["ops"][0]["tflops"]) * 1e12 == Approx(2 * lanes_x_clock).epsilon(0.03));
+  // With HFMA2 (two fp16 FMAs per lane slot) and DP4A (8 ops each), as Pascal GP102 has them.
+  const std::vector<std::string> pascal = {"sm.hfma_per_lane=2", "sm.dp4a_per_lane=1"};
+  CHECK(d(simulate(k40, loop("hfma2"), pascal)["ops"][0]["tflops"]) * 1e12 == Approx(4 * lanes_x_clock).epsilon(0.03));
+  CHECK(d(simulate(k40, loop("hdp4a"), pascal)["ops"][0]["tflops"]) * 1e12 == Approx(8 * lanes_x_clock).epsilon(0.03));
+  // Kepler itself has neither.
+  CHECK_THROWS_WITH(simulate(k40, loop("hdp4a")), Catch::Contains("no hdp4a (sm.dp4a_per_lane is 0)"));
+  // An SGEMM on the lanes: never above the FFMA peak, and not absurdly below it.
+  const YAML::Node g = simulate(k40, gemm_trace(4096, 4096, 4096, "fp32"));
+  const YAML::Node op = g["ops"][0];
+  INFO(op["lowering"]["description"].as<std::string>() << ": " << d(op["tflops"]) << " of " << d(op["peak_tflops"]));
+  CHECK(d(op["peak_tflops"]) * 1e12 == Approx(2 * lanes_x_clock).epsilon(1e-3));
+  CHECK(d(op["tflops"]) <= d(op["peak_tflops"]));
+  CHECK(d(op["fraction_of_peak"]) > 0.5);
+}

@@ -352,3 +352,60 @@ TEST_CASE("tcgen05 attention keeps S and O in tensor memory and halves K/V traff
   op.head_dim = 512;
   CHECK_THAT(error_of([&] { lb.lower(op); }), Catch::Contains("tensor memory"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// GEMMs on the SIMT lanes (chips before tensor cores, formats the tensor cores lack).
+
+TEST_CASE("a chip without tensor cores runs fp32 GEMMs as FFMA loops and refuses the formats it has no instruction for",
+          "[lowering][simt][errors]") {
+  const auto k40 = config::load_config(source_path("configs/k40.yaml"));
+  lower::Lowering l(k40.chip.gpu);
+  const trace::Op op = gemm(1000, 1000, 1000, Dtype::fp32);
+  const auto lo = l.lower(op);
+  CHECK_FALSE(lo.uses_tensor_cores);
+  CHECK_THAT(lo.program->description, Catch::Contains("SIMT FFMA"));
+  double macs = 0, lane = 0, instr = 0;
+  bool overlapping = false;
+  std::set<uint64_t> stores;
+  xpusim::testing::for_each_work(*lo.program, [&](const StepWork& s) {
+    macs += s.tensor_macs;
+    lane += s.fp32_ops;
+    instr += s.instr_simt;
+    for (const auto& b : s.stores)
+      for (uint64_t r = 0; r < b.rows; ++r)
+        if (!stores.insert(b.base + r * b.stride).second) overlapping = true;
+  });
+  CHECK(macs == 0);                      // nothing on tensor cores
+  CHECK(lane >= op.flops() / 2);         // an FFMA per multiply-add (tile padding included) ...
+  CHECK(lane <= op.flops() / 2 * 1.6);   // ... and the epilogue's conversions
+  CHECK(instr >= lane / 32 * 0.99);      // one warp instruction per 32 lane operations
+  CHECK_FALSE(overlapping);
+  for (Dtype d : {Dtype::bf16, Dtype::fp8_e4m3, Dtype::tf32})
+    CHECK_THAT(error_of([&] { l.lower(gemm(256, 256, 256, d)); }),
+               Catch::Contains("this chip has no tensor cores (tensor_core.per_sm is 0)") && Catch::Contains("no " + std::string(dtype_name(d)) + " GEMM instruction"));
+  CHECK_THAT(error_of([&] { l.lower(gemm(256, 256, 256, Dtype::fp16)); }), Catch::Contains("no FP16 arithmetic (sm.hfma_per_lane is 0)"));
+  CHECK_THAT(error_of([&] { l.lower(gemm(256, 256, 256, Dtype::int8)); }), Catch::Contains("no DP4A (sm.dp4a_per_lane is 0)"));
+  trace::Op sp = gemm(256, 256, 256, Dtype::fp32);
+  sp.sparse_2_4 = true;
+  CHECK_THAT(error_of([&] { l.lower(sp); }), Catch::Contains("SIMT lanes, which do not skip zeros"));
+}
+
+TEST_CASE("SIMT GEMMs: HFMA2 and DP4A do 2x and 4x the multiply-adds of FFMA per lane slot", "[lowering][simt]") {
+  // A Pascal-like SM: FFMA, HFMA2 and DP4A, no tensor cores.
+  const auto cfg = config::load_config(source_path("configs/k40.yaml"), {"sm.hfma_per_lane=2", "sm.dp4a_per_lane=1"});
+  lower::Lowering l(cfg.chip.gpu);
+  auto lane_slots = [&](Dtype d) {
+    const auto lo = l.lower(gemm(2048, 2048, 2048, d));
+    double slots = 0;
+    xpusim::testing::for_each_work(*lo.program, [&](const StepWork& s) {
+      slots += s.hfma_ops / 2 + s.dp4a_ops;
+      if (d == Dtype::fp32) slots += s.fp32_ops;
+    });
+    return slots;
+  };
+  const double ffma = lane_slots(Dtype::fp32), hfma2 = lane_slots(Dtype::fp16), dp4a = lane_slots(Dtype::int8);
+  CHECK(ffma / hfma2 == Approx(2).epsilon(0.05));
+  CHECK(ffma / dp4a == Approx(4).epsilon(0.05));
+  CHECK(lower::simt_gemm_peak_tflops(cfg.chip.gpu, Dtype::fp32) == Approx(2.0 * 2880 * 745e6 / 1e12));
+  CHECK(lower::simt_gemm_peak_tflops(cfg.chip.gpu, Dtype::int8) == Approx(4 * 2.0 * 2880 * 745e6 / 1e12));
+}

@@ -1,0 +1,101 @@
+// GEMMs on the SIMT lanes, for formats the chip's tensor cores do not take (or a chip without
+// any): the classic shared-memory-tiled kernel of SGEMM libraries before tensor cores (Volkov
+// and Demmel, SC 2008; MAGMA and cuBLAS on Fermi, Kepler and Pascal). Each K step, the CTA's
+// threads copy an A and a B tile into shared memory (LDG then STS); each thread then reads
+// its rows of A and columns of B from shared memory (LDS.128) and updates a tm x tn block of
+// accumulators in registers with one instruction per multiply-add: FFMA for fp32, HFMA2 (two
+// fp16 FMAs) for fp16, DP4A (a 4-way int8 dot product into an int32) for int8.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "sim/lower/gemm_program.h"
+#include "sim/lower/lower_util.h"
+
+namespace xpusim::lower {
+namespace {
+
+// A thread's block of accumulators: 8 x 8, as SGEMM kernels of the Kepler and Pascal era hold
+// (MAGMA's and cuBLAS's register blocking; a thread's 16 operand loads feed 64 FMAs).
+constexpr int64_t kThreadRows = 8, kThreadCols = 8;
+
+class SimtGemm : public GemmProgram {
+ public:
+  bool on_tensor_cores() const override { return false; }
+
+  void b_share(int64_t, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const override {
+    n_lo = 0;
+    n_cnt = cols_n;
+    fanout = 1;
+  }
+
+  int64_t threads() const { return bm * bn / (kThreadRows * kThreadCols); }
+
+  void mma_costs(StepWork& w) const override {
+    const double macs = static_cast<double>(bm * bn * bk);
+    const double eb = in_bits / 8.0;
+    // The math: one lane operation per FMA (fp32), per fp16 FMA (two to an HFMA2), per DP4A.
+    if (dtype == Dtype::int8) {
+      w.dp4a_ops += macs / 4.0;
+      w.instr_simt += macs / 4.0 / 32.0;
+    } else if (dtype == Dtype::fp16) {
+      w.hfma_ops += macs;
+      w.instr_simt += macs / 2.0 / 32.0;
+    } else {
+      w.fp32_ops += macs;
+      w.instr_simt += macs / 32.0;
+    }
+    // Staging: the A and B tiles through registers into shared memory, 16 bytes per lane.
+    const double tile_bytes = static_cast<double>((bm + bn) * bk) * eb;
+    w.smem_write_bytes += tile_bytes;
+    w.instr_mem += 2.0 * std::ceil(tile_bytes / (16.0 * 32.0));
+    // Operands: each thread reads its tm rows of A and tn columns of B for every k.
+    const double read = static_cast<double>(threads() * bk) * static_cast<double>(kThreadRows + kThreadCols) * eb;
+    w.smem_read_bytes += read;
+    w.instr_mem += std::ceil(read / (16.0 * 32.0));
+  }
+
+  void choose_tile(const config::GpuConfig& gpu, const trace::Op& op, double eff_rate) override {
+    const SmParams& sm = gpu.sm;
+    double best = std::numeric_limits<double>::infinity();
+    // Accumulators in 32-bit registers: fp32 and int32 one each, fp16 two to a register (HFMA2).
+    const int64_t acc_regs = kThreadRows * kThreadCols * (dtype == Dtype::fp16 ? 1 : 2) / 2;
+    // Operand fragments, double-buffered across k, packed to 32-bit registers.
+    const int64_t frag_regs = 2 * (kThreadRows + kThreadCols) * std::max(1, in_bits) / 32;
+    const int regs_per_thread = static_cast<int>(acc_regs + frag_regs) + kBaseRegisters;
+    for (const auto& [tbm, tbn] : candidate_tiles(gpu)) {
+      const int64_t n_threads = tbm * tbn / (kThreadRows * kThreadCols);
+      if (n_threads < 32 || n_threads > 1024 || regs_per_thread > 255) continue;
+      const double stage_bytes = static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) * static_cast<double>(tbm + tbn);
+      // The accumulators leave from registers: no epilogue staging in shared memory.
+      const int st = stages_that_fit(gpu, 0.0, stage_bytes);
+      if (st == 0) continue;
+      CtaResources r{static_cast<int>(n_threads), regs_per_thread * static_cast<int>(n_threads), st * stage_bytes};
+      const int cps = occupancy(sm, r);
+      if (cps < 1) continue;
+      const double est = estimate_s(gpu, op, tbm, tbn, 0.0, cps, eff_rate);
+      if (est < best * (1 - 1e-9)) {
+        best = est;
+        bm = tbm;
+        bn = tbn;
+        stages = st;
+        resources = r;
+      }
+    }
+  }
+
+  std::string describe() const override {
+    const char* instr = dtype == Dtype::int8 ? "DP4A" : dtype == Dtype::fp16 ? "HFMA2" : "FFMA";
+    std::ostringstream os;
+    os << "SIMT " << instr << ", tile " << bm << "x" << bn << "x" << bk << ", " << threads() << " threads of "
+       << kThreadRows << "x" << kThreadCols << " accumulators, " << stages << " stages";
+    return os.str();
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<GemmProgram> make_simt_gemm() { return std::make_shared<SimtGemm>(); }
+
+}  // namespace xpusim::lower
