@@ -188,3 +188,18 @@ TEST_CASE("instruction loops reach each SIMT path's peak from lanes x clock, and
   CHECK(d(op["tflops"]) <= d(op["peak_tflops"]));
   CHECK(d(op["fraction_of_peak"]) > 0.5);
 }
+
+TEST_CASE("Pascal's SIMT formats: HFMA2 doubles the P100's GEMM rate, DP4A quadruples the P40's", "[sim][simt]") {
+  auto tflops = [](const std::string& chip, const std::string& dtype) {
+    const YAML::Node r = simulate(source_path("configs/" + chip + ".yaml"), gemm_trace(2048, 2048, 2048, dtype));
+    CHECK(d(r["ops"][0]["tflops"]) <= d(r["ops"][0]["peak_tflops"]));
+    return d(r["ops"][0]["tflops"]);
+  };
+  const double p100_fp32 = tflops("p100", "fp32"), p100_fp16 = tflops("p100", "fp16");
+  CHECK(p100_fp16 / p100_fp32 == Approx(2).epsilon(0.1));
+  const double p40_fp32 = tflops("p40", "fp32"), p40_int8 = tflops("p40", "int8");
+  CHECK(p40_int8 / p40_fp32 > 3.5);
+  CHECK(p40_int8 / p40_fp32 <= 4.0 + 1e-9);
+  // GP100 has no DP4A.
+  CHECK_THROWS_WITH(tflops("p100", "int8"), Catch::Contains("no DP4A (sm.dp4a_per_lane is 0)"));
+}
