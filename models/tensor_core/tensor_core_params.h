@@ -1,4 +1,5 @@
 #pragma once
+#include <string>
 #include "models/common/dtype.h"
 
 namespace xpusim {
@@ -27,7 +28,8 @@ struct TensorCoreParams {
   DtypeRates macs_per_clock;  // dense MACs per clock per tensor core
   bool sparse_2_4 = false;    // 2:4 structured sparsity doubles MAC rate on sparse weights
   double mma_latency_cycles = 0;  // issue-to-result latency of one MMA group (pipeline fill)
-  int generation = 4;             // 4: Hopper (wgmma, accumulators in registers); 5: Blackwell (tcgen05)
+  int generation = 4;             // 1-3: Volta, Turing, Ampere (mma.sync); 4: Hopper (wgmma); 5: Blackwell (tcgen05)
+  std::string mma_instruction = "hmma16816";  // mma.sync kernels' warp MMA: hmma884 (Volta), hmma1688 (Turing), hmma16816 (Ampere)
   double tensor_memory_bytes = 0; // per SM: accumulator memory of fifth-generation tensor cores (0: none)
 };
 

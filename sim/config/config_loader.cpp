@@ -281,6 +281,9 @@ void check_consistency(const LoadedConfig& cfg) {
       if (g.tensor_core.tensor_memory_bytes < 128.0 * 4 * 32)
         bad("tensor_core.tensor_memory", "tcgen05 kernels (" + key + ") keep accumulators in tensor memory; it must hold at least 32 columns (16 KiB)");
     }
+    if (g.kernels.gemm_mma == "wgmma" && g.tensor_core.per_sm > 0 && g.tensor_core.generation < 4)
+      bad("kernels.gemm.mma", "wgmma needs Hopper's tensor cores (generation 4 or more), and tensor_core.generation is " +
+                                  std::to_string(g.tensor_core.generation) + ": its kernels are mma_sync");
     if (g.kernels.gemm_cta_pair && g.kernels.gemm_mma != "tcgen05")
       bad("kernels.gemm.cta_pair", "the 2-SM MMA is a tcgen05 instruction; kernels.gemm.mma is " + g.kernels.gemm_mma);
     if (g.kernels.gemm_cta_pair && g.kernels.gemm_cluster_m % 2 != 0)

@@ -227,8 +227,13 @@ Schema make_gpu_schema() {
             "2:4 structured weight sparsity runs at twice the dense MAC rate")
       .quantity("mma_latency", &TensorCoreParams::mma_latency_cycles, Dim::Cycles, def("32 cycles"),
                 between(0, 1e5), "Latency from MMA issue to result (pipeline fill at the end of a CTA)")
+      .choice("mma_instruction", &TensorCoreParams::mma_instruction, {"hmma884", "hmma1688", "hmma16816"}, def("hmma16816"),
+              "The warp MMA instruction of mma.sync kernels (kernels.gemm.mma: mma_sync), at 16-bit inputs: hmma884 "
+              "(Volta: a 16x16x4 product over the warp's four quad-pairs in four STEP instructions, 256 MACs each), "
+              "hmma1688 (Turing: 16x8x8, 1024 MACs), hmma16816 (Ampere: 16x8x16, 2048 MACs); at 8-bit inputs an "
+              "instruction holds as many bytes of K (IMMA: twice the MACs)")
       .integer("generation", &TensorCoreParams::generation, def("4"), between(1, 16),
-               "Tensor-core generation: 4 = Hopper (warpgroup MMA, wgmma, accumulators in registers); 5 = Blackwell "
+               "Tensor-core generation: 1-3 = Volta, Turing, Ampere (warp-level mma.sync, operands from registers); 4 = Hopper (warpgroup MMA, wgmma, accumulators in registers); 5 = Blackwell "
                "(tcgen05: MMAs issued by one thread, accumulators in tensor memory, 2-SM MMA, block-scaled formats)")
       .quantity("tensor_memory", &TensorCoreParams::tensor_memory_bytes, Dim::Size, def("0 B"), between(0, 64 * 1024 * kKiB),
                 "Tensor memory per SM holding MMA accumulators (128 lanes x 4 B per column); 0 = none (generation 4)");
@@ -331,9 +336,10 @@ Schema make_gpu_schema() {
                "CTAs along M in a thread-block cluster; they share each B tile by TMA multicast (1 = no clusters)")
       .integer("gemm.threads", &KernelLibParams::gemm_threads, def("384"), between(32, 1024),
                "Threads per GEMM CTA (one producer and two consumer warpgroups); wgmma kernels")
-      .choice("gemm.mma", &KernelLibParams::gemm_mma, {"wgmma", "tcgen05"}, def("wgmma"),
-              "MMA the GEMM kernels are written for: wgmma (Hopper's warpgroup MMA, one CTA per tile) or tcgen05 "
-              "(Blackwell: persistent CTAs, accumulators in tensor memory; needs tensor_core.generation 5)")
+      .choice("gemm.mma", &KernelLibParams::gemm_mma, {"mma_sync", "wgmma", "tcgen05"}, def("wgmma"),
+              "MMA the GEMM kernels are written for: mma_sync (Volta to Ampere: warp-level MMAs on register operands "
+              "loaded from shared memory), wgmma (Hopper's warpgroup MMA, one CTA per tile; needs tensor_core.generation "
+              "4 or more) or tcgen05 (Blackwell: persistent CTAs, accumulators in tensor memory; needs tensor_core.generation 5)")
       .flag("gemm.split_k", &KernelLibParams::gemm_split_k, def("true"),
             "wgmma only: split a GEMM's K loop over several CTAs per output tile (serial reduction of fp32 partials "
             "by the last split) where the estimate says it pays, as cuBLAS and CUTLASS do for skinny GEMMs")

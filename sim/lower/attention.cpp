@@ -214,6 +214,11 @@ LoweredOp Lowering::attention(const Op& op) {
   const KernelLibParams& kl = gpu_.kernels;
   if (tc.per_sm * tc.macs_per_clock.of(op.dtype) <= 0)
     throw UserError(op.loc.str() + ": op '" + op.name + "': the tensor cores of this chip do not support " + dtype_name(op.dtype));
+  // The fused kernels modelled are FlashAttention-3's (wgmma) and -4's (tcgen05).
+  if (tc.generation < 4)
+    throw UserError(op.loc.str() + ": op '" + op.name + "': fused attention is modelled for Hopper's and Blackwell's kernels "
+                    "(tensor_core.generation 4 or 5; this chip's is " + std::to_string(tc.generation) +
+                    "): give this chip attention as its GEMMs and softmax (scripts/xpusim-trace.py --attention unfused)");
   std::shared_ptr<AttentionProgram> p = kl.attention_mma == "tcgen05" ? make_tcgen05_attention() : make_wgmma_attention();
   p->batch = op.batch;
   p->heads = op.heads;

@@ -88,9 +88,9 @@ void GemmProgram::tile_step(uint64_t tile, uint64_t st, StepWork& w) const {
     w.tensor_macs += static_cast<double>(bm * bn * bk);
     w.tensor_dtype = dtype;
     w.tensor_sparse = sparse;
-    // One TMA instruction per tile.
-    w.instr_mem += static_cast<double>(w.loads.size() + w.multicast_loads.size() - loads_before);
   }
+  // One TMA instruction per tile.
+  if (bulk_copies()) w.instr_mem += static_cast<double>(w.loads.size() + w.multicast_loads.size() - loads_before);
   mma_costs(w);
 }
 
@@ -410,7 +410,11 @@ LoweredOp Lowering::gemm(const Op& op) {
                     dtype_name(op.dtype));
 
   const bool tcgen05 = !simt && kl.gemm_mma == "tcgen05";
-  std::shared_ptr<GemmProgram> p = simt ? make_simt_gemm() : tcgen05 ? make_tcgen05_gemm() : make_wgmma_gemm();
+  const bool mma_sync = !simt && kl.gemm_mma == "mma_sync";
+  std::shared_ptr<GemmProgram> p = simt       ? make_simt_gemm()
+                                   : tcgen05  ? make_tcgen05_gemm()
+                                   : mma_sync ? make_mma_sync_gemm(gpu_)
+                                              : make_wgmma_gemm();
   p->dtype = op.dtype;
   p->in_bits = dtype_bits(op.dtype);
   p->out_bits = dtype_bits(op.out_dtype);
@@ -446,7 +450,7 @@ LoweredOp Lowering::gemm(const Op& op) {
   // (a narrow format would otherwise keep too few bytes in flight to cover HBM latency).
   p->bk = std::max<int64_t>(16, static_cast<int64_t>(kl.gemm_k_tile_bytes * 8 / std::min(p->in_bits, p->b_bits)));
   p->raster_group = kl.gemm_raster_group;
-  p->cluster = kl.gemm_cluster_m;
+  p->cluster = simt || mma_sync ? 1 : kl.gemm_cluster_m;  // thread-block clusters arrive with Hopper
   if (p->raster_group % p->cluster != 0)
     throw UserError("kernels.gemm.raster_group (" + std::to_string(p->raster_group) +
                     ") must be a multiple of kernels.gemm.cluster_m (" + std::to_string(p->cluster) +

@@ -115,6 +115,9 @@ class GemmProgram : public KernelProgram {
   // Architecture hooks.
   // Whether the MMAs run on tensor cores (the SIMT variant runs them as lane instructions).
   virtual bool on_tensor_cores() const { return true; }
+  // Whether the operand tiles arrive by bulk copies (TMA: one instruction per tile); otherwise
+  // mma_costs counts the copy instructions.
+  virtual bool bulk_copies() const { return on_tensor_cores(); }
   // Tile rows a CTA may have, and the tile choice: sets bm, bn, stages and resources (bm stays
   // 0 when nothing fits). `rate` is the SM's MAC rate in this format (sparsity included).
   virtual void choose_tile(const config::GpuConfig& gpu, const trace::Op& op, double rate) = 0;
@@ -151,9 +154,10 @@ class GemmProgram : public KernelProgram {
   static std::vector<std::pair<int64_t, int64_t>> candidate_tiles(const config::GpuConfig& gpu);
 };
 
-// The variants (gemm_sm90.cpp, gemm_sm100.cpp, gemm_simt.cpp).
+// The variants (gemm_sm90.cpp, gemm_sm100.cpp, gemm_mma_sync.cpp, gemm_simt.cpp).
 std::shared_ptr<GemmProgram> make_wgmma_gemm();
 std::shared_ptr<GemmProgram> make_tcgen05_gemm();
 std::shared_ptr<GemmProgram> make_simt_gemm();
+std::shared_ptr<GemmProgram> make_mma_sync_gemm(const config::GpuConfig& gpu);
 
 }  // namespace xpusim::lower

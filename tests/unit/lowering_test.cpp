@@ -409,3 +409,59 @@ TEST_CASE("SIMT GEMMs: HFMA2 and DP4A do 2x and 4x the multiply-adds of FFMA per
   CHECK(lower::simt_gemm_peak_tflops(cfg.chip.gpu, Dtype::fp32) == Approx(2.0 * 2880 * 745e6 / 1e12));
   CHECK(lower::simt_gemm_peak_tflops(cfg.chip.gpu, Dtype::int8) == Approx(4 * 2.0 * 2880 * 745e6 / 1e12));
 }
+
+TEST_CASE("mma.sync GEMMs (Volta to Ampere): warp MMAs of the configured instruction, every output once",
+          "[lowering][mma_sync]") {
+  auto instructions = [](const std::vector<std::string>& sets, Dtype d, double* macs_out = nullptr) {
+    const auto cfg = config::load_config(source_path("configs/v100.yaml"), sets);
+    lower::Lowering l(cfg.chip.gpu);
+    const trace::Op op = gemm(2048, 2048, 2048, d);
+    const auto lo = l.lower(op);
+    CHECK(lo.uses_tensor_cores);
+    CHECK_THAT(lo.program->description, Catch::Contains("mma.sync"));
+    double instr = 0, macs = 0;
+    std::set<uint64_t> stores;
+    bool overlapping = false;
+    xpusim::testing::for_each_work(*lo.program, [&](const StepWork& s) {
+      instr += s.instr_mma;
+      macs += s.tensor_macs;
+      for (const auto& b : s.stores)
+        for (uint64_t r = 0; r < b.rows; ++r)
+          if (!stores.insert(b.base + r * b.stride).second) overlapping = true;
+    });
+    CHECK_FALSE(overlapping);
+    CHECK(macs >= op.flops() / 2);
+    if (macs_out) *macs_out = macs;
+    return instr;
+  };
+  // MACs per instruction: Volta's HMMA.884 256 per STEP, Turing's HMMA.1688 1024, Ampere's
+  // HMMA.16816 2048; IMMA at 8-bit inputs holds as many bytes of K, twice the MACs.
+  const std::vector<std::pair<std::vector<std::string>, std::pair<Dtype, double>>> cases = {
+      {{}, {Dtype::fp16, 256}},
+      {{"tensor_core.mma_instruction=hmma1688"}, {Dtype::fp16, 1024}},
+      {{"tensor_core.mma_instruction=hmma16816"}, {Dtype::fp16, 2048}},
+      {{"tensor_core.mma_instruction=hmma16816", "tensor_core.macs_per_clock.int8=128"}, {Dtype::int8, 4096}}};
+  for (const auto& [sets, expect] : cases) {
+    double macs = 0;
+    const double instr = instructions(sets, expect.first, &macs);
+    CHECK(macs / instr == Approx(expect.second));
+  }
+  // Volta's tensor cores take fp16 only: bf16 has no path at all.
+  const auto v100 = config::load_config(source_path("configs/v100.yaml"));
+  lower::Lowering l(v100.chip.gpu);
+  CHECK_THAT(error_of([&] { l.lower(gemm(256, 256, 256, Dtype::bf16)); }), Catch::Contains("do not support bf16"));
+  // Hopper's warpgroup MMA needs Hopper's tensor cores.
+  CHECK_THAT(error_of([] { config::load_config(source_path("configs/v100.yaml"), {"kernels.gemm.mma=wgmma"}); }),
+             Catch::Contains("wgmma needs Hopper's tensor cores"));
+}
+
+TEST_CASE("fused attention is refused before Hopper, with the unfused form named", "[lowering][mma_sync][errors]") {
+  const auto v100 = config::load_config(source_path("configs/v100.yaml"));
+  lower::Lowering l(v100.chip.gpu);
+  trace::Op op;
+  op.name = "attn";
+  op.kind = trace::OpKind::attention;
+  op.batch = 1, op.heads = 8, op.kv_heads = 8, op.seq_q = 512, op.seq_kv = 512, op.head_dim = 64;
+  op.dtype = op.out_dtype = Dtype::fp16;
+  CHECK_THAT(error_of([&] { l.lower(op); }), Catch::Contains("--attention unfused"));
+}
