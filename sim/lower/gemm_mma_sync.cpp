@@ -73,9 +73,8 @@ class MmaSyncGemm : public GemmProgram {
       const int64_t threads = 32 * n_warps;
       // Accumulators of the warp's tile over 32 lanes, fragments double-buffered, addressing.
       // Per thread: the warp tile's accumulators over 32 lanes, and the A and B fragments of a
-      // 16-deep k slice, double-buffered.
-      const int regs = static_cast<int>(std::min(tbn, kWarpTile) * kWarpTile / 32 + 2 * (2 * kWarpTile) * 16 * in_bits / 32 / 32) +
-                       kBaseRegisters;
+      // 32-byte k slice (one instruction's K at 16 bits), double-buffered, in 4-byte registers.
+      const int regs = static_cast<int>(std::min(tbn, kWarpTile) * kWarpTile / 32 + 2 * (2 * kWarpTile) * 32 / 4 / 32) + kBaseRegisters;
       if (regs > 255 || threads > 1024) continue;
       const double stage_bytes = static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) * static_cast<double>(tbm) +
                                  static_cast<double>(bk * tbn) * b_elem_bytes;

@@ -450,6 +450,14 @@ TEST_CASE("mma.sync GEMMs (Volta to Ampere): warp MMAs of the configured instruc
   const auto v100 = config::load_config(source_path("configs/v100.yaml"));
   lower::Lowering l(v100.chip.gpu);
   CHECK_THAT(error_of([&] { l.lower(gemm(256, 256, 256, Dtype::bf16)); }), Catch::Contains("do not support bf16"));
+  // The A100's: every format it has fits a tile (tf32's 32-bit fragments included), 2:4 too.
+  const auto a100 = config::load_config(source_path("configs/a100.yaml"));
+  lower::Lowering la(a100.chip.gpu);
+  for (Dtype d : {Dtype::tf32, Dtype::bf16, Dtype::fp16, Dtype::int8})
+    CHECK_THAT(la.lower(gemm(2048, 2048, 2048, d)).program->description, Catch::Contains("m16n8k"));
+  trace::Op sp = gemm(2048, 2048, 2048, Dtype::bf16);
+  sp.sparse_2_4 = true;
+  CHECK(la.lower(sp).uses_tensor_cores);
   // Hopper's warpgroup MMA needs Hopper's tensor cores.
   CHECK_THAT(error_of([] { config::load_config(source_path("configs/v100.yaml"), {"kernels.gemm.mma=wgmma"}); }),
              Catch::Contains("wgmma needs Hopper's tensor cores"));
