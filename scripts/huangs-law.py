@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Huang's law from mechanism: one inference workload (a BERT-large encoder layer, batch 8 x 384
+tokens, attention as GEMMs and a softmax) on every GPU generation the project has a config for,
+each in its best number format, and the gain attributed on the newest fully modelled chip (the
+H100) by changing one factor at a time: sparsity, number format, instruction complexity
+(tensor cores against the SIMT lanes) and the process's energy table. What the factors leave of
+the end-to-end gain is the rest (SM count, clock, memory, and everything else between the
+chips). Writes docs/huangs-law.md (the tables and the seed's factors beside the simulated ones)
+and its chart, docs/huangs-law.svg, unless --out names another file (the chart beside it).
+
+  scripts/huangs-law.py                 (about a minute on 2 cores)
+  scripts/huangs-law.py --out /tmp/h.md
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GENERATOR = os.path.join(ROOT, "scripts", "xpusim-trace.py")
+MODEL = os.path.join(ROOT, "configs", "models", "bert-large.yaml")
+BATCH, TOKENS = 8, 384
+
+# Each generation in its best format: (config, chip, year, process, generator flags, note).
+GENERATIONS = [
+    ("k40", "Kepler K40", 2013, "28 nm", ["--weights", "fp32", "--activations", "fp32", "--kv", "fp32"], "fp32, FFMA"),
+    ("p100", "Pascal P100", 2016, "16 nm", ["--weights", "fp16", "--activations", "fp16", "--kv", "fp16"], "fp16, HFMA2"),
+    ("p40", "Pascal P40", 2016, "16 nm", ["--weights", "int8", "--activations", "fp32", "--kv", "int8"], "int8, DP4A"),
+    ("v100", "Volta V100", 2017, "12 nm", ["--weights", "fp16", "--activations", "fp16", "--kv", "fp16"], "fp16, HMMA"),
+    ("a100", "Ampere A100", 2020, "7 nm", ["--weights", "int8", "--activations", "fp16", "--kv", "int8", "--sparsity", "2:4"],
+     "int8, IMMA, 2:4 sparse"),
+    ("h100-sxm", "Hopper H100", 2022, "4N", ["--weights", "fp8", "--activations", "bf16", "--kv", "fp8", "--sparsity", "2:4"],
+     "fp8, wgmma, 2:4 sparse"),
+    ("b200", "Blackwell B200", 2024, "4NP", ["--weights", "nvfp4", "--activations", "bf16", "--kv", "fp8", "--sparsity", "2:4"],
+     "fp4 weights (NVFP4), tcgen05, 2:4 sparse"),
+]
+BASE, NEWEST = "k40", "h100-sxm"
+
+# The seed's decomposition of ~1000x in single-chip inference (Kepler to Hopper).
+SEED = {"number format": 16.0, "instruction complexity": 12.5, "process": 2.5, "sparsity": 2.0}
+
+
+# Every run is a slice of a long one: chips with a power governor (the H100, the B200) run at the
+# clock their limit sustains, not on the headroom of an idle card.
+SUSTAINED = ["power.start=sustained"]
+# The layer's FFN up-projection alone (8 x 384 tokens, 1024 -> 4096): the factors on math alone.
+GEMM = (BATCH * TOKENS, 4096, 1024)
+
+
+def run(xpusim, config, flags, sets=(), tmp="."):
+    """(seconds, joules, FLOPs) on the config of one layer of the workload (generator flags), or of
+    the FFN GEMM alone (flags = ("gemm", dtype, sparse))."""
+    trace = os.path.join(tmp, f"{config}-{abs(hash((tuple(flags), tuple(sets))))}.yaml")
+    if flags[0] == "gemm":
+        _, dtype, sparse = flags
+        m, n, k = GEMM
+        with open(trace, "w") as f:
+            f.write(f"xpusim_trace: 1\nops:\n  - {{name: ffn_up, kind: gemm, m: {m}, n: {n}, k: {k}, dtype: {dtype}"
+                    + (', sparsity: "2:4"' if sparse else "") + "}\n")
+    else:
+        cmd = [sys.executable, GENERATOR, MODEL, "--phase", "prefill", "--batch", str(BATCH), "--prompt", str(TOKENS),
+               "--layers", "1", "--attention", "unfused", "-o", trace] + flags
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"huangs-law: {config}: {p.stderr.strip()}")
+    out = trace + ".out"
+    cmd = [xpusim, "run", "-q", "-c", os.path.join(ROOT, "configs", config + ".yaml"), "-t", trace, "--out", out]
+    for s in SUSTAINED + list(sets):
+        cmd += ["--set", s]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
+    if p.returncode != 0:
+        sys.exit(f"huangs-law: {config} {' '.join(sets)}: {p.stderr.strip()}")
+    with open(os.path.join(out, "report.json")) as f:
+        t = json.load(f)["total"]
+    return t["time_s"], t["energy"]["total_j"], t["tflops"] * 1e12 * t["time_s"]
+
+
+def svg_bars(rows):
+    """A log-scale bar chart of the gain over the first row, self-contained."""
+    w, h, left, bottom = 720, 300, 140, 40
+    import math
+    top = max(r[1] for r in rows)
+    span = math.log10(max(top, 10))
+    bar = (h - bottom - 20) / len(rows)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">']
+    for i, (label, gain) in enumerate(rows):
+        y = 10 + i * bar
+        width = (w - left - 80) * (math.log10(max(gain, 1)) / span)
+        out.append(f'<text x="{left - 6}" y="{y + bar * 0.65:.1f}" text-anchor="end">{label}</text>')
+        out.append(f'<rect x="{left}" y="{y + 2:.1f}" width="{max(width, 1):.1f}" height="{bar - 4:.1f}" fill="#4e79a7"/>')
+        out.append(f'<text x="{left + width + 6:.1f}" y="{y + bar * 0.65:.1f}">{gain:.0f}x</text>')
+    out.append(f'<text x="{left}" y="{h - 8}">inferences per second over the K40 (log scale)</text></svg>')
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    ap.add_argument("--xpusim", default=os.path.join(ROOT, "build", "xpusim"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "huangs-law.md"))
+    a = ap.parse_args()
+    if not os.path.exists(a.xpusim):
+        sys.exit(f"huangs-law: {a.xpusim}: no xpusim binary (build it, or pass --xpusim)")
+    out_dir = os.path.dirname(os.path.abspath(a.out))
+    if not os.path.isdir(out_dir):
+        sys.exit(f"huangs-law: --out {a.out}: the folder {out_dir} does not exist")
+    with tempfile.TemporaryDirectory() as tmp:
+        gens = {}
+        for config, chip, year, node, flags, note in GENERATIONS:
+            gens[config] = run(a.xpusim, config, flags, tmp=tmp) + (chip, year, node, note)
+            print(f"{chip}: {gens[config][0] * 1e3:.3f} ms", file=sys.stderr)
+        best = dict((c, f) for c, _, _, _, f, _ in GENERATIONS)[NEWEST]
+        dense = [x for x in best if x not in ("--sparsity", "2:4")]
+        fp16 = ["--weights", "fp16", "--activations", "fp16", "--kv", "fp16"]
+        fp32 = ["--weights", "fp32", "--activations", "fp32", "--kv", "fp32"]
+        lanes = ["tensor_core.macs_per_clock.fp16=0"]
+        at28 = ["energy.table=energy/tsmc-4n-h100-at-28nm.yaml"]
+        # Each factor: (setup without it, setup with it), on the layer and on its FFN GEMM alone.
+        experiments = {
+            "sparsity": ((dense, []), (best, []), (("gemm", "fp8", False), []), (("gemm", "fp8", True), [])),
+            "number format": ((fp32, []), (dense, []), (("gemm", "fp32", False), []), (("gemm", "fp8", False), [])),
+            "instruction complexity": ((fp16, lanes), (fp16, []), (("gemm", "fp16", False), lanes),
+                                       (("gemm", "fp16", False), [])),
+            "process": ((best, at28), (best, []), (("gemm", "fp8", True), at28), (("gemm", "fp8", True), [])),
+        }
+        measured = {}
+        for name, (lw, lo, gw, go) in experiments.items():
+            runs = [run(a.xpusim, NEWEST, f, st, tmp=tmp) for f, st in (lw, lo, gw, go)]
+            measured[name] = runs
+            print(f"{name}: layer {runs[0][0] / runs[1][0]:.2f}x, GEMM {runs[2][0] / runs[3][0]:.2f}x", file=sys.stderr)
+        gemm_k40 = run(a.xpusim, BASE, ("gemm", "fp32", False), tmp=tmp)
+        gemm_h100 = run(a.xpusim, NEWEST, ("gemm", "fp8", True), tmp=tmp)
+    k = gens[BASE]
+    lines = ["# Huang's law from mechanism", "",
+             f"Generated by `scripts/huangs-law.py` (do not edit by hand). One BERT-large encoder layer, batch "
+             f"{BATCH} x {TOKENS} tokens, attention as GEMMs and a softmax (`xpusim-trace.py --attention unfused`, the "
+             "form every generation runs), on each GPU generation's config in its best format. Each chip runs as its "
+             "config says: the H100 and the B200 under their power governors, sustained; the others at the clock their "
+             "config names (the K40 its 745 MHz base, the rest their boost).", "",
+             "## The generations", "",
+             "| chip | year | process | format | time per layer | TFLOP/s | gain over K40 | energy per layer | gain in inferences per joule |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    bars = []
+    for config, chip, year, node, _, note in GENERATIONS:
+        t, e, flops, *_ = gens[config]
+        lines.append(f"| {chip} | {year} | {node} | {note} | {t * 1e3:.3f} ms | {flops / t / 1e12:.1f} | {k[0] / t:.0f}x | "
+                     f"{e * 1e3:.1f} mJ | {k[1] / e:.0f}x |")
+        bars.append((chip, k[0] / t))
+    total = k[0] / gens[NEWEST][0]
+    total_gemm = gemm_k40[0] / gemm_h100[0]
+    chart = os.path.splitext(a.out)[0] + ".svg"
+    with open(chart, "w") as fh:
+        fh.write(svg_bars(bars) + "\n")
+    lines += ["", f"![Gain over the K40 per generation]({os.path.basename(chart)})", "",
+              "## Attribution on the H100", "",
+              f"From the K40 to the H100 the layer runs {total:.0f}x faster, and its FFN GEMM alone "
+              f"({GEMM[0]}x{GEMM[1]}x{GEMM[2]}; fp32 on the K40, fp8 2:4 sparse on the H100) {total_gemm:.0f}x. On the H100, "
+              "one factor is changed at a time, each between two setups that differ in it alone; the factor is the "
+              "ratio of their times (and of their energies):", "",
+              "| factor | the two setups on the H100 | layer | layer energy | FFN GEMM | GEMM energy | the seed's | GEMM within 1.5x |",
+              "|---|---|---|---|---|---|---|---|"]
+    how = {
+        "sparsity": "dense against 2:4 sparse weights (fp8)",
+        "number format": "fp32 throughout (GEMMs at the TF32 rate) against fp8 weights and KV with bf16 activations, dense",
+        "instruction complexity": "fp16 GEMMs on the lanes (HFMA2; `tensor_core.macs_per_clock.fp16=0`) against fp16 on "
+                                  "the tensor cores",
+        "process": "its logic at 28 nm (`energy/tsmc-4n-h100-at-28nm.yaml`: every on-chip dynamic energy 2.7x) against "
+                   "4N, both under the 700 W governor (fp8, 2:4 sparse)",
+    }
+    product = {"layer": 1.0, "gemm": 1.0}
+    for name, runs in measured.items():
+        lt, le = runs[0][0] / runs[1][0], runs[0][1] / runs[1][1]
+        gt, ge = runs[2][0] / runs[3][0], runs[2][1] / runs[3][1]
+        product["layer"] *= lt
+        product["gemm"] *= gt
+        seed = SEED[name]
+        ok = "yes" if max(gt, seed) / min(gt, seed) <= 1.5 else "no"
+        lines.append(f"| {name} | {how[name]} | {lt:.2f}x | {le:.2f}x | {gt:.2f}x | {ge:.2f}x | {seed:g}x | {ok} |")
+    lines += [f"| rest | the end-to-end gain over the product of the four | {total / product['layer']:.1f}x | | "
+              f"{total_gemm / product['gemm']:.1f}x | | | |",
+              f"| end to end | K40 in fp32 against the H100 at its best | {total:.0f}x | | {total_gemm:.0f}x | | about "
+              "1000x (Kepler ~4 to Hopper ~4000 int8-equivalent TOPS) | |", "",
+              "The end-to-end gain is the product of the four factors and the rest by construction; the rest is what "
+              "the one-factor changes do not cover: the SM count, the clock, the memory system and the kernels each "
+              "chip runs.", "",
+              "## Against the seed's factors, from the mechanism", "",
+              f"- **Sparsity** ({measured['sparsity'][2][0] / measured['sparsity'][3][0]:.2f}x on the GEMM, "
+              f"{measured['sparsity'][0][0] / measured['sparsity'][1][0]:.2f}x on the layer): 2:4 sparse tensor cores "
+              "double the MAC rate of the weight GEMMs only. The GEMM gains less than 2x (1.38x at a fixed clock too, so "
+              "not the governor) because it is short: its operand loads, its epilogue and the kernel's start and end "
+              "do not halve. The layer gains less still because its attention GEMMs, norms and softmax are not sparse.",
+              f"- **Number format** ({measured['number format'][2][0] / measured['number format'][3][0]:.2f}x on the GEMM): "
+              "the seed's 16x is the multiplier's cost, which grows about with the square of the operand width (fp32 to "
+              "int8: 4x fewer bits, about 16x cheaper), spent by the designer on more MACs. A config fixes the MACs per "
+              "clock each format gets, as the datasheet does (the H100: TF32 to FP8 is 4x), so the simulator sees the "
+              "4x the H100 was built with, less the parts of the GEMM that do not speed up, and the energy per GEMM "
+              f"falling {measured['number format'][2][1] / measured['number format'][3][1]:.1f}x. The 16x is a design "
+              "choice across chips, not a mechanism inside one.",
+              f"- **Instruction complexity** ({measured['instruction complexity'][2][0] / measured['instruction complexity'][3][0]:.2f}x "
+              "on the GEMM): fp16 on the lanes (HFMA2, one instruction per two multiply-adds per lane) against the "
+              "tensor cores (wgmma, one instruction per 64 x N x 16 block), at the H100's 8x peak ratio. The "
+              f"energy falls {measured['instruction complexity'][2][1] / measured['instruction complexity'][3][1]:.1f}x: "
+              "the instruction overhead (fetch, decode, operand fetch: 30 pJ at 45 nm) is amortised over more work. The "
+              "seed's 12.5x spans FFMA to IMMA across generations, format included.",
+              f"- **Process** ({measured['process'][2][0] / measured['process'][3][0]:.2f}x in time, "
+              f"{measured['process'][2][1] / measured['process'][3][1]:.2f}x in energy on the GEMM): the energy table "
+              "puts 2.7x between 28 nm and 4N on every on-chip dynamic action (the chain in "
+              "`configs/energy/tsmc-16nm.yaml`, set from the seed's 2.5-3x, so not a prediction). Under the 700 W "
+              "limit the H100's governor turns that energy into a lower clock, as far as the work is power-bound; "
+              "the leakage, idle power and DRAM energy the table keeps dilute it.",
+              "",
+              "## Caveats", "",
+              "- Energy across generations mixes one fitted table (the H100's, `tsmc-4n-h100.yaml`, and the B200's "
+              "built on it) with unfitted priors for every other chip; on the H100 the priors came out 4.6x below "
+              "measured power. The energy column compares the H100 and B200 with each other, not with the older chips.",
+              "- The older chips' GEMM times carry their validation errors (docs/validation.md, scripts/check-generations.py): "
+              "the K40 is 51-53% too fast on large SGEMMs (its issue limit is not modelled), so the gains over it are "
+              "understated by about that much; the V100's fp16 GEMMs are 9-23% fast, the P100's fp32 within 5%.",
+              "- The A100, V100, P100 and P40 run at a fixed boost clock (no V/f curve or power fit for them); the "
+              "H100 and B200 under their power governors, sustained.",
+              "- The B200 row is the extension to fp4: its weights in NVFP4, beside fp8 KV."]
+    text = "\n".join(lines) + "\n"
+    with open(a.out, "w") as fh:
+        fh.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
