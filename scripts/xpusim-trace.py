@@ -481,7 +481,7 @@ def main():
                     help="fused attention reads a paged KV cache of this many tokens per page, through a block "
                          "table, as vLLM (16) and TensorRT-LLM (64) keep it (default 0: contiguous)")
     ap.add_argument("--sparsity", choices=["2:4"], default=None, help="2:4 sparse weights")
-    ap.add_argument("--layers", type=int, default=0, help="generate only the first N layers (default all)")
+    ap.add_argument("--layers", type=int, default=None, help="generate only the first N layers, N >= 1 (default all)")
     ap.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (default 1)")
     ap.add_argument("--pp", type=int, default=1, help="pipeline stages, prefill and decode (default 1)")
     ap.add_argument("--dp", type=int, default=1, help="data-parallel replicas, train (default 1)")
@@ -503,8 +503,8 @@ def main():
         fail("--past must be 0 or more tokens")
     if a.past and a.phase != "prefill":
         fail("--past applies to --phase prefill")
-    if a.layers < 0:
-        fail("--layers must be positive")
+    if a.layers is not None and a.layers < 1:
+        fail(f"--layers {a.layers}: must be at least 1 (leave it out for every layer)")
     if a.kv_page < 0:
         fail("--kv-page must be 0 (contiguous) or a page size in tokens")
     if a.kv_page and a.attention != "fused":
@@ -544,8 +544,11 @@ def main():
     if a.out == "-":
         sys.stdout.write(text)
     else:
-        with open(a.out, "w") as f:
-            f.write(text)
+        try:
+            with open(a.out, "w") as f:
+                f.write(text)
+        except OSError as e:
+            fail(f"-o {a.out}: cannot write it ({e.strerror})")
 
 
 if __name__ == "__main__":

@@ -79,7 +79,10 @@ po::variables_map parse(const std::string& cmd, const std::vector<std::string>& 
   try {
     po::command_line_parser p(args);
     p.options(d);
-    if (pos) p.positional(*pos);
+    // Without positional arguments declared, every word must belong to an option: a stray one
+    // is an error, not ignored.
+    const po::positional_options_description none;
+    p.positional(pos ? *pos : none);
     po::store(p.run(), vm);
     po::notify(vm);
   } catch (const po::unknown_option& e) {

@@ -265,6 +265,11 @@ void check_consistency(const LoadedConfig& cfg) {
     if (g.hbm.channel_count() % g.noc.dies != 0)
       bad("hbm.stacks", "stacks x channels_per_stack x pseudo_channels must be a multiple of noc.dies");
     const double burst = g.hbm.burst_bytes();
+    // A burst is the DRAM model's unit of transfer (an integer count of bytes): below one byte,
+    // or a fraction of one, every division by it is meaningless.
+    if (burst < 1 || burst != std::floor(burst))
+      bad("hbm.burst_length", "hbm.bus_bits/8 x hbm.burst_length must be a whole number of bytes, at least 1 (here " +
+                                  units::format(burst, units::Dim::Size) + ")");
     if (std::fmod(g.hbm.row_bytes, burst) != 0) bad("hbm.row_size", "must be a multiple of the burst (bus_bits/8 x burst_length)");
     if (std::fmod(g.hbm.interleave_bytes, burst) != 0 || g.hbm.interleave_bytes > g.hbm.row_bytes)
       bad("hbm.interleave", "must be a multiple of the burst and at most hbm.row_size");

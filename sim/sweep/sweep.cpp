@@ -133,6 +133,10 @@ Spec load_spec(const std::string& path) {
     fail(yaml_loc(path, root), "xpusim_sweep", "missing or unsupported version (this xpusim reads xpusim_sweep: 1)");
   const fs::path base = fs::path(path).parent_path();
   s.name = root["name"] ? root["name"].Scalar() : fs::path(path).stem().string();
+  // The name is the default results folder's (sweep-out/<name>): a plain name, not a path.
+  if (s.name.empty() || s.name == "." || s.name == ".." || s.name.find('/') != std::string::npos || s.name.find('\0') != std::string::npos)
+    fail(yaml_loc(path, root["name"] ? root["name"] : root), "name",
+         "'" + s.name + "' is not a plain name (it names the results folder sweep-out/<name>; no '/', '.' or '..')");
   if (root["description"]) s.description = root["description"].Scalar();
   if (const YAML::Node sv = root["serve"]) {
     // A serve sweep: model cards and `xpusim serve` options in place of traces.

@@ -229,7 +229,9 @@ class Sweep(unittest.TestCase):
                  (SPEC.replace("[bf16, fp8, fp4]", "[bf16, fp8]") + "mode: zip\n", "zip needs axes of one length"),
                  (SPEC + "mode: random\n", "random mode needs samples"),
                  (SPEC.replace("[66, 100, 132]", "[66, 66]"), "appears twice"),
-                 ("xpusim_sweep: 2\n", "unsupported version")]
+                 ("xpusim_sweep: 2\n", "unsupported version"),
+                 (SPEC.replace("name: test", "name: ../escape"), "'../escape' is not a plain name"),
+                 (SPEC.replace("name: test", "name: /tmp/abs"), "'/tmp/abs' is not a plain name")]
         for i, (text, msg) in enumerate(cases):
             spec = os.path.join(self.tmp, f"bad{i}.yaml")
             with open(spec, "w") as f:

@@ -294,6 +294,14 @@ class TraceGen(unittest.TestCase):
         self.assertIn("unknown key 'hiden'", err)
         rc, _, err = generate(os.path.join(ROOT, "configs/models/bert-large.yaml"), "--phase", "decode")
         self.assertIn("no decode phase", err)
+        # --layers 0 is not "every layer" in disguise, and -o into a missing folder is no traceback.
+        rc, _, err = generate(m, "--phase", "decode", "--layers", "0")
+        self.assertEqual(rc, 1)
+        self.assertIn("--layers 0: must be at least 1", err)
+        rc, _, err = generate(m, "--phase", "decode", "--layers", "1", "-o", os.path.join(tempfile.gettempdir(), "no-such-dir", "t.yaml"))
+        self.assertEqual(rc, 1)
+        self.assertIn("cannot write it (No such file or directory)", err)
+        self.assertNotIn("Traceback", err)
 
 
 if __name__ == "__main__":

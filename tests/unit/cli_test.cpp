@@ -57,6 +57,14 @@ TEST_CASE("cli: usage errors exit 2 with a hint", "[cli][errors]") {
   o = cli({"sweep", source_path("configs/sweeps/hbm-x-sms.yaml"), "--dry-run", "--fidelity", "x"});
   CHECK(o.status == 2);
   CHECK_THAT(o.err, Catch::Contains("xpusim sweep: --fidelity must be fast or exact"));
+  // A stray word is an error, not ignored, in every command that takes no positional argument.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "--config", cfg, "--trace", tr, "stray"}, {"check", "--config", cfg, "stray"},
+        {"describe", "--config", cfg, "stray"}}) {
+    o = cli(args);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.err, Catch::Contains("too many positional options"));
+  }
 }
 
 TEST_CASE("cli: check validates, bad input exits 1 naming the file", "[cli]") {
