@@ -50,19 +50,24 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
       throw UserError(file.string() + ": not an xpusim report.json");
     }
     Run x;
-    x.label = fs::is_directory(p) ? fs::path(p).lexically_normal().filename().string() : fs::path(p).parent_path().filename().string();
-    if (x.label.empty()) x.label = p;
-    x.chip = r["config"]["name"].Scalar();
-    x.trace = r["trace"]["name"].Scalar();
-    x.bound = r["total"]["bound"].Scalar();
-    x.time = get(r, {"total", "time_s"});
-    x.tflops = get(r, {"total", "tflops"});
-    x.energy = get(r, {"total", "energy", "total_j"}, &x.has_energy);
-    x.topsw = get(r, {"total", "energy", "tops_per_w"});
-    x.tokens = get(r, {"trace", "tokens"});
-    bool multi = false;
-    const double g = get(r, {"system", "gpus"}, &multi);
-    if (multi && g >= 1) x.gpus = static_cast<int>(g);
+    try {  // a field of the wrong type (a string where a number belongs) is bad input, not an internal error
+      x.label = fs::is_directory(p) ? fs::path(p).lexically_normal().filename().string()
+                                    : fs::path(p).parent_path().filename().string();
+      if (x.label.empty()) x.label = p;
+      x.chip = r["config"]["name"].Scalar();
+      x.trace = r["trace"]["name"].Scalar();
+      x.bound = r["total"]["bound"].Scalar();
+      x.time = get(r, {"total", "time_s"});
+      x.tflops = get(r, {"total", "tflops"});
+      x.energy = get(r, {"total", "energy", "total_j"}, &x.has_energy);
+      x.topsw = get(r, {"total", "energy", "tops_per_w"});
+      x.tokens = get(r, {"trace", "tokens"});
+      bool multi = false;
+      const double g = get(r, {"system", "gpus"}, &multi);
+      if (multi && g >= 1) x.gpus = static_cast<int>(g);
+    } catch (const YAML::Exception& e) {
+      throw UserError(file.string() + ": not an xpusim report.json (a field of the wrong type: " + e.msg + ")");
+    }
     runs.push_back(x);
   }
   const Run& base = runs.front();

@@ -153,15 +153,24 @@ std::string Row::csv() const {
   return s;
 }
 
-Row Row::parse(const std::string& line, const std::vector<Point>& points) {
+Row Row::parse(const std::string& line, const std::vector<Point>& points, const std::map<std::string, size_t>* by_id) {
   const YAML::Node n = YAML::Load(line);
   if (!n.IsMap() || !n["index"] || !n["id"] || !n["status"]) throw std::runtime_error("not a result row");
-  const size_t index = n["index"].as<size_t>();
-  if (index >= points.size() || points[index].id != n["id"].Scalar()) throw std::runtime_error("a row of another spec");
+  size_t index = 0;
+  if (by_id) {
+    const auto it = by_id->find(n["id"].Scalar());
+    if (it == by_id->end()) throw OtherSpec("a row of a point this spec no longer has");
+    index = it->second;
+  } else {
+    index = n["index"].as<size_t>();
+    if (index >= points.size() || points[index].id != n["id"].Scalar()) throw std::runtime_error("a row of another spec");
+  }
   Row r = start(points[index], n["out"] && !n["out"].IsNull() ? n["out"].Scalar() : "");
-  for (auto& [k, f] : r.fields)
+  for (auto& [k, f] : r.fields) {
+    if (k == "index") continue;  // where the point stands now
     if (n[k] && n[k].IsScalar()) f = Field{n[k].Scalar(), f.number || numeric(k)};
     else if (n[k] && n[k].IsNull()) f = Field{"", false};
+  }
   return r;
 }
 
@@ -182,21 +191,31 @@ std::vector<size_t> Results::open(bool resume, bool retry_failed) {
   io::make_directory(root_);
   std::set<size_t> have;
   if (resume && fs::exists(jsonl)) {
+    std::map<std::string, size_t> by_id;
+    for (const Point& p : points_) by_id.emplace(p.id, p.index);
     std::ifstream f(jsonl);
     std::string line;
-    size_t bad = 0;
+    size_t bad = 0, other = 0;
     while (std::getline(f, line)) {
       if (line.empty()) continue;
       try {
-        Row r = Row::parse(line, points_);
+        Row r = Row::parse(line, points_, &by_id);
         if ((retry_failed && r.failed()) || have.count(r.index)) continue;
         have.insert(r.index);
         rows_.push_back(std::move(r));
+      } catch (const Row::OtherSpec&) {
+        ++other;  // a finished point the edited spec no longer has
       } catch (const std::exception&) {
-        ++bad;  // a line cut short by a kill, or one from another spec
+        ++bad;  // a line cut short by a kill
       }
     }
-    if (bad > 0) std::fprintf(stderr, "warning: %s: %zu line%s not rows of this sweep, dropped\n", jsonl.c_str(), bad, bad == 1 ? "" : "s");
+    // Resuming rewrites the files from the rows kept: finished results of points the spec no
+    // longer has would be lost, so they stop the sweep instead.
+    if (other > 0)
+      throw UserError(jsonl.string() + ": " + std::to_string(other) + " finished row" + (other == 1 ? " is" : "s are") +
+                      " of points this spec no longer has (it was edited since they ran); resuming would delete them. "
+                      "Give another --out, or move the folder's results away to drop them");
+    if (bad > 0) std::fprintf(stderr, "warning: %s: %zu line%s cut short, dropped\n", jsonl.c_str(), bad, bad == 1 ? "" : "s");
   }
   rewrite();  // afresh from the rows kept, so that appends follow whole lines
   std::vector<size_t> todo;

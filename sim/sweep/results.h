@@ -4,6 +4,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,8 +35,14 @@ struct Row {
   const Field* get(const std::string& key) const;
   std::string json() const;  // one line, no newline
   std::string csv() const;
-  // A row as json() wrote it; throws std::runtime_error if it is not one of `points`.
-  static Row parse(const std::string& line, const std::vector<Point>& points);
+  // A row as json() wrote it; throws std::runtime_error if it is not one of `points`. With
+  // `by_id` the row is found by its point's identity, wherever the point now stands (a spec
+  // edited since: axis values added or reordered), and throws OtherSpec if no point has it.
+  struct OtherSpec : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  static Row parse(const std::string& line, const std::vector<Point>& points,
+                   const std::map<std::string, size_t>* by_id = nullptr);
 };
 
 // The metric columns, after index, id, status, error, config, trace (a serve sweep: model) and

@@ -221,6 +221,16 @@ class Sweep(unittest.TestCase):
         r = subprocess.run([XPUSIM, "compare", a], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("two or more runs", r.stderr)
+        # A report.json with a string where a number belongs is bad input (exit 1), not an internal error.
+        with open(os.path.join(a, "report.json")) as f:
+            rep = json.load(f)
+        rep["total"]["time_s"] = "abc"
+        broken = os.path.join(self.tmp, "broken-report.json")
+        with open(broken, "w") as f:
+            json.dump(rep, f)
+        r = subprocess.run([XPUSIM, "compare", broken, b], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("not an xpusim report.json (a field of the wrong type", r.stderr)
 
     def test_bad_specs_are_refused_with_file_line_and_key(self):
         cases = [("xpusim_sweep: 1\nconfigs: [x.yaml]\ntraces: [y.yaml]\naxis: {}\n", "key 'axis': unknown key (did you mean 'axes'?)"),
@@ -243,6 +253,35 @@ class Sweep(unittest.TestCase):
         r = sweep(self.spec, "--jbos", "2", check=False)
         self.assertEqual(r.returncode, 2)
         self.assertIn("did you mean '--jobs'", r.stderr)
+
+    def test_resume_after_an_edited_spec_keeps_what_still_stands_and_loses_nothing(self):
+        # A value added in front shifts every point's index: the finished points are found by
+        # their identity, and only the new ones run.
+        out = os.path.join(self.tmp, "edited")
+        shutil.copytree(self.full, out)
+        spec = os.path.join(self.tmp, "edited.yaml")
+        with open(spec, "w") as f:
+            f.write(SPEC.replace("[66, 100, 132]", "[50, 66, 100, 132]"))
+        r = sweep(spec, "-o", out, "--resume", "-j", "2")
+        self.assertIn("9 already done, 3 to run", r.stdout)
+        rows = [json.loads(x) for x in read(os.path.join(out, "results.jsonl")).splitlines()]
+        self.assertEqual([x["index"] for x in rows], list(range(12)))
+        before = {(x["sm.count"], x["trace.dtype"]): x["time_s"] for x in
+                  (json.loads(y) for y in read(os.path.join(self.full, "results.jsonl")).splitlines())}
+        for x in rows:
+            if x["sm.count"] != "50":
+                self.assertEqual(x["time_s"], before[(x["sm.count"], x["trace.dtype"])])
+        # A value removed: resuming would delete its finished rows, so it is refused and the
+        # files are left as they were.
+        out = os.path.join(self.tmp, "shrunk")
+        shutil.copytree(self.full, out)
+        with open(spec, "w") as f:
+            f.write(SPEC.replace("[66, 100, 132]", "[66, 100]"))
+        kept = read(os.path.join(out, "results.jsonl"))
+        r = sweep(spec, "-o", out, "--resume", check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("3 finished rows are of points this spec no longer has", r.stderr)
+        self.assertEqual(read(os.path.join(out, "results.jsonl")), kept)
 
     def test_random_samples_are_reproducible(self):
         spec = os.path.join(self.tmp, "random.yaml")
