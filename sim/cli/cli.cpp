@@ -224,8 +224,6 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
 
   const fs::path dir = vm["out"].as<std::string>();
   io::make_directory(dir);
-  io::write_atomically(dir / "resolved-config.yaml",
-                   config::resolved_yaml(cfg, "Resolved configuration of " + cfg.chip.name + " as run by xpusim " + kVersion));
 
   engine::SimResult result;
   {
@@ -242,6 +240,10 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const report::Report rep = report::build(cfg, tr, result);
+  // Every file is written once the run has succeeded, so that a failed or interrupted run never
+  // leaves its configuration beside an earlier run's report.
+  io::write_atomically(dir / "resolved-config.yaml",
+                       config::resolved_yaml(cfg, "Resolved configuration of " + cfg.chip.name + " as run by xpusim " + kVersion));
   io::write_atomically(dir / "report.json", report::to_json(rep));
   io::write_atomically(dir / "ops.csv", report::to_csv(rep));
   io::write_atomically(dir / "summary.md", report::to_markdown(rep, wall));

@@ -2,7 +2,8 @@
 """A tensor-parallel layer on a DGX H100, end to end through the binary: the report shows the
 all-reduces on all 8 GPUs between the projections and what follows them, and the timeline is
 valid Chrome trace-event JSON with a track per GPU carrying every op. Run by ctest
-(system.run.tp8_layer) with the path of the xpusim binary."""
+(system.run.tp8_layer) with the path of the xpusim binary. A failed run into the same folder leaves
+the earlier run's files as they were."""
 import json
 import os
 import subprocess
@@ -34,6 +35,22 @@ class SystemRun(unittest.TestCase):
             cls.summary = f.read()
         with open(os.path.join(cls.out, "report.html")) as f:
             cls.html = f.read()
+
+    def test_a_failed_run_leaves_the_earlier_runs_files_as_they_were(self):
+        files = ("report.json", "resolved-config.yaml", "summary.md")
+        before = {}
+        for name in files:
+            with open(os.path.join(self.out, name)) as f:
+                before[name] = f.read()
+        r = subprocess.run([XPUSIM, "run", "-q", "--config", CONFIG, "--trace", TRACE, "--out", self.out,
+                            "--set", "system.detail=representative", "--set", "power.limit=650 W", "--trace-set", "dtype=fp4"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("do not support fp4", r.stderr)
+        for name in files:
+            with open(os.path.join(self.out, name)) as f:
+                self.assertEqual(f.read(), before[name], name)
 
     def test_report_shows_the_all_reduces(self):
         ops = {o["name"]: o for o in self.report["ops"]}
