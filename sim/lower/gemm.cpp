@@ -345,6 +345,18 @@ double GemmProgram::estimate_s(const config::GpuConfig& gpu, const Op& op, int64
   return std::max({compute_s, l2_s, dequant_s});
 }
 
+bool GemmProgram::keep_if_best(const config::GpuConfig& gpu, const Op& op, int64_t tbm, int64_t tbn, int st,
+                               const CtaResources& r, double dequant_cols, int cps, double eff_rate, double& best) {
+  const double est = estimate_s(gpu, op, tbm, tbn, dequant_cols, cps, eff_rate);
+  if (!(est < best * (1 - 1e-9))) return false;
+  best = est;
+  bm = tbm;
+  bn = tbn;
+  stages = st;
+  resources = r;
+  return true;
+}
+
 int GemmProgram::stages_that_fit(const config::GpuConfig& gpu, double epilogue_bytes, double stage_bytes) {
   const int st = std::min<int>(gpu.kernels.gemm_max_stages,
                                static_cast<int>((gpu.sm.shared_memory_bytes - epilogue_bytes) / stage_bytes));

@@ -26,12 +26,6 @@ class MmaSyncGemm : public GemmProgram {
 
   bool bulk_copies() const override { return false; }
 
-  void b_share(int64_t, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const override {
-    n_lo = 0;
-    n_cnt = cols_n;
-    fanout = 1;
-  }
-
   int64_t warps() const { return std::max<int64_t>(1, (bm / kWarpTile) * std::max<int64_t>(1, bn / kWarpTile)); }
   // MACs of one instruction: the shape's K holds as many bytes at every input width.
   double instr_macs() const {
@@ -84,14 +78,7 @@ class MmaSyncGemm : public GemmProgram {
       CtaResources r{static_cast<int>(threads), regs * static_cast<int>(threads), st * stage_bytes};
       const int cps = occupancy(sm, r);
       if (cps < 1) continue;
-      const double est = estimate_s(gpu, op, tbm, tbn, 0.0, cps, eff_rate);
-      if (est < best * (1 - 1e-9)) {
-        best = est;
-        bm = tbm;
-        bn = tbn;
-        stages = st;
-        resources = r;
-      }
+      keep_if_best(gpu, op, tbm, tbn, st, r, 0.0, cps, eff_rate, best);
     }
   }
 

@@ -122,8 +122,11 @@ class GemmProgram : public KernelProgram {
   // 0 when nothing fits). `rate` is the SM's MAC rate in this format (sparsity included).
   virtual void choose_tile(const config::GpuConfig& gpu, const trace::Op& op, double rate) = 0;
   // The part of the B tile's `cols_n` columns the CTA at tile row `tm` fetches from L2 (first
-  // column and count), and to how many SMs the network delivers it.
-  virtual void b_share(int64_t tm, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const = 0;
+  // column and count), and to how many SMs the network delivers it. By default the CTAs of a
+  // cluster share it by multicast; without clusters (cluster 1) each CTA fetches all of it.
+  virtual void b_share(int64_t tm, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const {
+    multicast_share(tm, cols_n, n_lo, n_cnt, fanout);
+  }
   // MMA instructions, shared-memory and accumulator traffic, conversions of one K step.
   virtual void mma_costs(StepWork& w) const = 0;
   // "tile 128x256x64, 4 stages, ..." (before the weight-format note and the grid).
@@ -150,6 +153,11 @@ class GemmProgram : public KernelProgram {
   // conversions (`dequant_cols` of each tile's columns per K element) on the busiest SM.
   double estimate_s(const config::GpuConfig& gpu, const trace::Op& op, int64_t tbm, int64_t tbn, double dequant_cols,
                     int cps, double eff_rate) const;
+  // One candidate of a tile choice: its estimate (as estimate_s), and if it beats `best` the
+  // tile, its stages and resources become the program's and `best` its estimate. Returns
+  // whether it did.
+  bool keep_if_best(const config::GpuConfig& gpu, const trace::Op& op, int64_t tbm, int64_t tbn, int st,
+                    const CtaResources& r, double dequant_cols, int cps, double eff_rate, double& best);
   // Candidate tiles of kernels.gemm.tiles (errors name the key).
   static std::vector<std::pair<int64_t, int64_t>> candidate_tiles(const config::GpuConfig& gpu);
 };

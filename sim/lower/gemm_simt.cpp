@@ -24,12 +24,6 @@ class SimtGemm : public GemmProgram {
  public:
   bool on_tensor_cores() const override { return false; }
 
-  void b_share(int64_t, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const override {
-    n_lo = 0;
-    n_cnt = cols_n;
-    fanout = 1;
-  }
-
   int64_t threads() const { return bm * bn / (kThreadRows * kThreadCols); }
 
   void mma_costs(StepWork& w) const override {
@@ -74,14 +68,7 @@ class SimtGemm : public GemmProgram {
       CtaResources r{static_cast<int>(n_threads), regs_per_thread * static_cast<int>(n_threads), st * stage_bytes};
       const int cps = occupancy(sm, r);
       if (cps < 1) continue;
-      const double est = estimate_s(gpu, op, tbm, tbn, 0.0, cps, eff_rate);
-      if (est < best * (1 - 1e-9)) {
-        best = est;
-        bm = tbm;
-        bn = tbn;
-        stages = st;
-        resources = r;
-      }
+      keep_if_best(gpu, op, tbm, tbn, st, r, 0.0, cps, eff_rate, best);
     }
   }
 

@@ -131,15 +131,7 @@ class Tcgen05Gemm : public GemmProgram {
       CtaResources r{kThreads, (kBaseRegisters + kEpilogueRegisters) * kThreads, st * stage_bytes + epilogue_bytes};
       if (occupancy(sm, r) < 1) continue;
       // One persistent CTA per SM (tensor memory is the SM's): waves of tiles over the SMs.
-      const double est = estimate_s(gpu, op, tbm, tbn, b_cols, 1, eff_rate);
-      if (est < best * (1 - 1e-9)) {
-        best = est;
-        bm = tbm;
-        bn = tbn;
-        stages = st;
-        resources = r;
-        acc_buffers = bufs;
-      }
+      if (keep_if_best(gpu, op, tbm, tbn, st, r, b_cols, 1, eff_rate, best)) acc_buffers = bufs;
     }
     if (bm == 0) return;
     // Persistent grid: as many CTAs as SMs, whole clusters, never more than the tiles. With one

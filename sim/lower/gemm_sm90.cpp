@@ -15,12 +15,6 @@ namespace {
 
 class WgmmaGemm : public GemmProgram {
  public:
-  // In a cluster, the CTAs that share this B tile each fetch an equal share of its columns and
-  // multicast it to the others.
-  void b_share(int64_t tm, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const override {
-    multicast_share(tm, cols_n, n_lo, n_cnt, fanout);
-  }
-
   void mma_costs(StepWork& w) const override {
     // One warpgroup MMA covers 64 rows x the tile's other side x 32 bytes of K. The 64 rows are
     // A's (the tokens), or in a weight-only kernel the weights': mixed-input kernels swap the
@@ -80,14 +74,7 @@ class WgmmaGemm : public GemmProgram {
       CtaResources r{kl.gemm_threads, regs_per_thread * kl.gemm_threads, st * stage_bytes + epilogue_bytes};
       const int cps = occupancy(sm, r);
       if (cps < 1) continue;
-      const double est = estimate_s(gpu, op, tbm, tbn, static_cast<double>(tbn), cps, eff_rate);
-      if (est < best * (1 - 1e-9)) {
-        best = est;
-        bm = tbm;
-        bn = tbn;
-        stages = st;
-        resources = r;
-      }
+      keep_if_best(gpu, op, tbm, tbn, st, r, static_cast<double>(tbn), cps, eff_rate, best);
     }
   }
 

@@ -327,7 +327,8 @@ std::vector<Point> expand(const Spec& s) {
 std::vector<std::string> point_args(const Point& p, const std::string& dir, const std::string& step_cache, int serve_jobs) {
   std::vector<std::string> args;
   if (p.kind == Kind::Serve) {
-    args = {"serve", "--config", p.config, "--model", p.trace, "--out", dir, "--step-cache", step_cache};
+    args = {"serve", "--config", p.config, "--model", p.trace};
+    if (!dir.empty()) args.insert(args.end(), {"--out", dir, "--step-cache", step_cache});
     bool jobs = false;
     for (const auto& [k, v] : p.serve_args) {
       args.insert(args.end(), {"--" + k, v});
@@ -405,16 +406,10 @@ void validate(const Spec& s, const std::vector<Point>& points, const std::string
     try {
       if (configs_done.insert(ckey).second) config::load_config(p.config, p.sets);
       if (p.kind == Kind::Serve) {
-        const std::vector<std::string> args = point_args(p, "", "", 1);
+        std::vector<std::string> check = point_args(p, "", "", 1);  // no folder: a check writes nothing
         std::string key;
-        for (const auto& a : args) key += a + "\n";
+        for (const auto& a : check) key += a + "\n";
         if (!traces_done.insert(key).second) continue;
-        std::vector<std::string> check = {args.begin(), args.end()};
-        // No --out and no --step-cache: a check writes nothing.
-        for (const char* drop : {"--out", "--step-cache"}) {
-          const auto it = std::find(check.begin(), check.end(), drop);
-          if (it != check.end()) check.erase(it, it + 2);
-        }
         check.push_back("--check");
         const auto [status, text] = run_captured(self_exe, check);
         if (status != 0) {

@@ -51,7 +51,8 @@ struct Point {
 };
 
 // The arguments after `xpusim` that run the point into `dir`. A serve point shares
-// `step_cache` with the sweep's other points and runs `serve_jobs` step simulations at once.
+// `step_cache` with the sweep's other points and runs `serve_jobs` step simulations at once;
+// with no `dir` it names no folder (what `serve --check` is given).
 std::vector<std::string> point_args(const Point& p, const std::string& dir, const std::string& step_cache, int serve_jobs);
 
 // Throws UserError naming the spec's file, line and key.
