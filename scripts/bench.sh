@@ -37,21 +37,27 @@ if [ $quick = 0 ]; then
          "gpt-3-prefill-96-layers | configs/systems/dgx-h100.yaml | $out/gpt3-prefill-96layers.yaml | $rep | 0")
 fi
 
-timed() {  # timed NAME BINARY ARGS...: wall seconds of one run
+timed() {  # timed NAME BINARY ARGS...: wall seconds of one run, or "failed" (its error on stderr)
   local name=$1 bin=$2; shift 2
   local t0 t1
   t0=$(date +%s.%N)
-  "$bin" run -q "$@" --out "$out/$name" >/dev/null
+  if ! "$bin" run -q "$@" --out "$out/$name" >/dev/null; then
+    echo failed
+    return
+  fi
   t1=$(date +%s.%N)
   python3 -c "print(f'{$t1 - $t0:.2f}')"
 }
+# The reference simulator reads the configs of its own commit (today's may have keys it does not
+# know); a BASE_BIN built elsewhere reads today's.
+base_cfg() { if [ -z "${BASE_BIN:-}" ] && [ -f "build-bench/base/$1" ]; then echo "build-bench/base/$1"; else echo "$1"; fi; }
 
 printf "%-26s %9s %9s %9s %8s %8s %10s %10s\n" job base_s exact_s fast_s exact/f base/f "time err" "energy err"
 for j in "${jobs[@]}"; do
   IFS='|' read -r name cfg trace extra with_base <<<"$j"
   name=$(echo $name); cfg=$(echo $cfg); trace=$(echo $trace); with_base=$(echo $with_base)
   b="-"; e="-"
-  [ "$with_base" = 1 ] && b=$(timed "$name-base" "$base" -c "$cfg" -t "$trace" $extra)
+  [ "$with_base" = 1 ] && b=$(timed "$name-base" "$base" -c "$(base_cfg "$cfg")" -t "$trace" $extra)
   # Exact fidelity of the 96-layer prefill takes hours; its error is measured on fewer layers.
   [ "$with_base" = 1 ] && e=$(timed "$name-exact" build/xpusim -c "$cfg" -t "$trace" $extra --fidelity exact)
   f=$(timed "$name-fast" build/xpusim -c "$cfg" -t "$trace" $extra --fidelity fast)
@@ -61,7 +67,7 @@ out, name, b, e, f = sys.argv[1:]
 def total(kind):
     p = os.path.join(out, f"{name}-{kind}", "report.json")
     return json.load(open(p))["total"] if os.path.exists(p) else None
-ratio = lambda x: f"{float(x) / float(f):.1f}x" if x != "-" else "-"
+ratio = lambda x: f"{float(x) / float(f):.1f}x" if x not in ("-", "failed") else "-"
 fe, ex = total("fast"), total("exact")
 terr = f"{100 * (fe['time_s'] / ex['time_s'] - 1):+.2f}%" if ex else "-"
 eerr = f"{100 * (fe['energy']['total_j'] / ex['energy']['total_j'] - 1):+.2f}%" if ex and "energy" in ex else "-"
