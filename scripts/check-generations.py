@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """GEMMs of the chips before Hopper against published measurements: cuBLAS SGEMM on a K40
-(clBLAS's performance pages), and DeepBench's cuBLAS GEMMs on a V100 (fp32 on the lanes, fp16 on
-the tensor cores) and a P100 (fp32), from docs/validation/published/pre-hopper-gemm.csv. Each
-shape runs as one GEMM at the row's clock (`set`). Nothing in the configs was set from these
-figures. Prints a Markdown table with each row's error and a summary per system and format;
-asserts nothing.
+(clBLAS's performance pages), DeepBench's cuBLAS GEMMs on a V100 (fp32 on the lanes, fp16 on
+the tensor cores) and a P100 (fp32), and an A100 at its 400 W limit on random and on zero
+inputs, from docs/validation/published/pre-hopper-gemm.csv. Each shape runs as one GEMM with
+the row's config overrides (`set`) and trace overrides (`trace_set`). Nothing in the configs was
+set from these figures. Prints a Markdown table with each row's error and a summary per system
+and format; asserts nothing.
 
   scripts/check-generations.py
   scripts/check-generations.py --system V100 --fidelity exact
@@ -33,12 +34,16 @@ def simulate(xpusim, row, fidelity):
                "--fidelity", fidelity]
         for s in filter(None, row["set"].split(";")):
             cmd += ["--set", s]
+        for s in filter(None, row.get("trace_set", "").split(";")):
+            cmd += ["--trace-set", s]
         p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
         if p.returncode != 0:
             sys.exit(f"check-generations: {row['system']} {row['m']}x{row['n']}x{row['k']}: {p.stderr.strip()}")
         with open(os.path.join(tmp, "out", "report.json")) as f:
             op = json.load(f)["ops"][0]
-        return op["tflops"], op["lowering"]["description"].split(",")[0]
+        clock = op.get("power", {}).get("sm_clock_hz")
+        kernel = op["lowering"]["description"].split(",")[0]
+        return op["tflops"], kernel + (f" at {clock / 1e6:.0f} MHz" if clock else "")
 
 
 def main():
@@ -60,8 +65,9 @@ def main():
         sim, kernel = simulate(a.xpusim, r, a.fidelity)
         pub = float(r["tflops"])
         err = sim / pub - 1
-        groups[(r["system"], r["dtype"])].append(err)
-        print(f"| {r['system']} | {r['dtype']} | {r['m']}x{r['n']}x{r['k']} | {kernel} | {pub:.3g} | {sim:.3g} | {err:+.0%} |")
+        fmt = r["dtype"] + "".join(f" ({t})" for t in filter(None, r.get("trace_set", "").split(";")))
+        groups[(r["system"], fmt)].append(err)
+        print(f"| {r['system']} | {fmt} | {r['m']}x{r['n']}x{r['k']} | {kernel} | {pub:.3g} | {sim:.3g} | {err:+.0%} |")
     print()
     for (system, dtype), errs in groups.items():
         print(f"- {system}, {dtype}: mean absolute error {sum(abs(e) for e in errs) / len(errs):.0%} over {len(errs)} shapes, "

@@ -5,7 +5,8 @@ each in its best number format, and the gain attributed on the newest fully mode
 H100) by changing one factor at a time: sparsity, number format, instruction complexity
 (tensor cores against the SIMT lanes) and the process's energy table. What the factors leave of
 the end-to-end gain is the rest (SM count, clock, memory, and everything else between the
-chips). Writes docs/huangs-law.md (the tables and the seed's factors beside the simulated ones)
+chips). The same layer then runs in int4 on the MAGNet-style accelerator, per joule against the
+GPUs. Writes docs/huangs-law.md (the tables and the seed's factors beside the simulated ones)
 and its chart, docs/huangs-law.svg, unless --out names another file (the chart beside it).
 
   scripts/huangs-law.py                 (about a minute on 2 cores)
@@ -38,11 +39,18 @@ GENERATIONS = [
 ]
 BASE, NEWEST = "k40", "h100-sxm"
 
+# Beyond the GPUs: the MAGNet-style INT4 accelerator (configs/magnet-int4.yaml) on the same layer in
+# int4, at its nominal operating point and at the lowest voltage of its published range.
+MAGNET = "magnet-int4"
+MAGNET_FLAGS = ["--weights", "int4", "--activations", "int4", "--kv", "int4"]
+MAGNET_POINTS = [("0.67 V, 724 MHz (nominal)", []),
+                 ("0.46 V, 152 MHz", ["accelerator.voltage=0.46 V", "accelerator.clock=152 MHz"])]
+
 # The seed's decomposition of ~1000x in single-chip inference (Kepler to Hopper).
 SEED = {"number format": 16.0, "instruction complexity": 12.5, "process": 2.5, "sparsity": 2.0}
 
 
-# Every run is a slice of a long one: chips with a power governor (the H100, the B200) run at the
+# Every run is a slice of a long one: chips with a power governor (the A100, H100, B200) run at the
 # clock their limit sustains, not on the headroom of an idle card.
 SUSTAINED = ["power.start=sustained"]
 # The layer's FFN up-projection alone (8 x 384 tokens, 1024 -> 4096): the factors on math alone.
@@ -52,6 +60,12 @@ GEMM = (BATCH * TOKENS, 4096, 1024)
 def run(xpusim, config, flags, sets=(), tmp="."):
     """(seconds, joules, FLOPs) on the config of one layer of the workload (generator flags), or of
     the FFN GEMM alone (flags = ("gemm", dtype, sparse))."""
+    t = run_total(xpusim, config, flags, sets, tmp)
+    return t["time_s"], t["energy"]["total_j"], t["tflops"] * 1e12 * t["time_s"]
+
+
+def run_total(xpusim, config, flags, sets=(), tmp="."):
+    """The report's total for run()'s workload."""
     trace = os.path.join(tmp, f"{config}-{abs(hash((tuple(flags), tuple(sets))))}.yaml")
     if flags[0] == "gemm":
         _, dtype, sparse = flags
@@ -73,8 +87,48 @@ def run(xpusim, config, flags, sets=(), tmp="."):
     if p.returncode != 0:
         sys.exit(f"huangs-law: {config} {' '.join(sets)}: {p.stderr.strip()}")
     with open(os.path.join(out, "report.json")) as f:
-        t = json.load(f)["total"]
-    return t["time_s"], t["energy"]["total_j"], t["tflops"] * 1e12 * t["time_s"]
+        return json.load(f)["total"]
+
+
+def magnet_section(magnet, gens):
+    """Markdown lines: the MAGNet-style accelerator on the same layer, against the K40 and the H100 per joule."""
+    k40_e, h100_e, h100_t = gens[BASE][1], gens[NEWEST][1], gens[NEWEST][0]
+    h100_ops = gens[NEWEST][2]
+    lines = ["## Beyond the GPU: a MAGNet-style INT4 accelerator", "",
+             "The same layer in int4 (weights, activations and KV) on `configs/magnet-int4.yaml`, a 0.153 mm^2 "
+             "5 nm VS-Quant test chip of 1024 4-bit MACs per clock. It is a thousandth of a GPU's area, so its time per "
+             "layer says nothing about the architecture; its energy per inference does.", "",
+             "| operating point | time per layer | TOPS | energy per layer | of it DRAM | TOPS/W (chip + DRAM) | TOPS/W on chip "
+             "| DRAM read per layer | inferences per joule over the K40 | over the H100 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for label, t in magnet:
+        e = t["energy"]
+        dram = e["classes"]["offchip_memory"]
+        lines.append(f"| {label} | {t['time_s'] * 1e3:.1f} ms | {t['tflops']:.2f} | {e['total_j'] * 1e3:.1f} mJ | "
+                     f"{dram / e['total_j']:.0%} | {e['tops_per_w']:.1f} | {e['tops_per_w_on_chip']:.1f} | "
+                     f"{t['memory']['hbm_read_bytes'] / 1e6:.0f} MB | {k40_e / e['total_j']:.0f}x | "
+                     f"{h100_e / e['total_j']:.1f}x |")
+    nominal = magnet[0][1]
+    e = nominal["energy"]
+    on_chip = e["total_j"] - e["classes"]["offchip_memory"]
+    # Compulsory traffic: the layer's int4 weights (Q, K, V, output and the two FFN matrices) and
+    # its input and output activations, each read or written once.
+    tokens, ffn, hidden = GEMM
+    compulsory = (4 * hidden * hidden + 2 * hidden * ffn + 2 * tokens * hidden) * 0.5
+    read = nominal["memory"]["hbm_read_bytes"]
+    lines += ["", f"The H100 runs the layer at {h100_ops / h100_e / 1e12:.2f} TOPS/W (fp8, 2:4 sparse, 700 W governor, "
+              f"{h100_t * 1e3:.3f} ms). Per joule the accelerator's gain comes from what it leaves out: no instruction "
+              f"fetch or decode per MAC (instruction overhead is {e['classes']['instruction_overhead'] / on_chip:.1%} of "
+              "its on-chip energy, against a GPU's per-warp-instruction cost), 4-bit multipliers, operands reused out of "
+              "per-PE buffers, and a 0.67 V supply. Its own limit is the DRAM: the buffers (8 KiB of weights and 2 KiB "
+              f"of inputs per PE, assumptions) hold little of a BERT-large layer, so it reads "
+              f"{read / 1e6:.0f} MB per layer, {read / compulsory:.0f}x the {compulsory / 1e6:.1f} MB of int4 weights "
+              f"and input and output activations, and the DRAM is {e['classes']['offchip_memory'] / e['total_j']:.0%} of its "
+              "energy. On chip it runs at the efficiency its table was calibrated to (38.7 TOPS/W on a BERT-base layer "
+              "at 0.67 V, `scripts/calibrate-magnet.py`), so the on-chip column at the nominal point is near a fitted "
+              "figure, not a prediction; at 0.46 V it is the model's prediction of the published 95.6 TOPS/W GEMM "
+              "point's trend (docs/validation.md, \"Accelerator\").", ""]
+    return lines
 
 
 def svg_bars(rows):
@@ -136,13 +190,14 @@ def main():
             run(a.xpusim, NEWEST, ("gemm", "fp8", True), fixed, tmp=tmp)[0]
         gemm_k40 = run(a.xpusim, BASE, ("gemm", "fp32", False), tmp=tmp)
         gemm_h100 = run(a.xpusim, NEWEST, ("gemm", "fp8", True), tmp=tmp)
+        magnet = [(label, run_total(a.xpusim, MAGNET, MAGNET_FLAGS, sets, tmp=tmp)) for label, sets in MAGNET_POINTS]
     k = gens[BASE]
     lines = ["# Huang's law from mechanism", "",
              f"Generated by `scripts/huangs-law.py` (do not edit by hand). One BERT-large encoder layer, batch "
              f"{BATCH} x {TOKENS} tokens, attention as GEMMs and a softmax (`xpusim-trace.py --attention unfused`, the "
              "form every generation runs), on each GPU generation's config in its best format. Each chip runs as its "
-             "config says: the H100 and the B200 under their power governors, sustained; the others at the clock their "
-             "config names (the K40 its 745 MHz base, the rest their boost).", "",
+             "config says: the A100, the H100 and the B200 under their power governors, sustained; the others at the "
+             "clock their config names (the K40 its 745 MHz base, the rest their boost).", "",
              "## The generations", "",
              "| chip | year | process | format | time per layer | TFLOP/s | gain over K40 | energy per layer | gain in inferences per joule |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -215,15 +270,20 @@ def main():
               "limit the H100's governor turns that energy into a lower clock, as far as the work is power-bound; "
               "the leakage, idle power and DRAM energy the table keeps dilute it.",
               "",
+              *magnet_section(magnet, gens),
               "## Caveats", "",
-              "- Energy across generations mixes one fitted table (the H100's, `tsmc-4n-h100.yaml`, and the B200's "
-              "built on it) with unfitted priors for every other chip; on the H100 the priors came out 4.6x below "
-              "measured power. The energy column compares the H100 and B200 with each other, not with the older chips.",
+              "- Energy across generations mixes tables: the H100's is fitted to measured power (`tsmc-4n-h100.yaml`), "
+              "the B200's is built on it, and the A100's carries the H100's fitted factor across (`tsmc-7nm-a100.yaml`; "
+              "its power-limited GEMM is a held-out check within 2%, docs/validation.md). The K40, P100, P40 and V100 "
+              "keep unfitted priors: carried to the V100, the same factor prices an SGEMM at 700 W against its 300 W "
+              "limit, so it overprices work on the SIMT lanes, which those chips' layers are made of, and the priors "
+              "are kept as the nearer guess. Their energies, and so every per-joule gain over the K40, are the least "
+              "certain column here.",
               "- The older chips' GEMM times carry their validation errors (`scripts/check-generations.py`, "
               "docs/validation.md): the K40 runs large SGEMMs about half again faster than cuBLAS did (its issue limit "
               "is not modelled), so every gain over it is understated by about that much; the V100's fp16 GEMMs are "
               "also fast, the P100's fp32 close.",
-              "- The A100, V100, P100 and P40 run at a fixed boost clock (no V/f curve or power fit for them); the "
+              "- The V100, P100 and P40 run at a fixed boost clock (no V/f curve or power fit for them); the A100, "
               "H100 and B200 under their power governors, sustained.",
               "- The B200 row is the extension to fp4: its weights in NVFP4, beside fp8 KV."]
     text = "\n".join(lines) + "\n"

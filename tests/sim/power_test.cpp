@@ -115,7 +115,7 @@ TEST_CASE("power: zeros run faster than random data on a power-limited chip, not
         Approx(rf["total"]["energy"]["classes"]["instruction_overhead"].as<double>()));
 }
 
-TEST_CASE("power: the report's energy is the governor's power integrated; B200 runs the same model", "[sim][power]") {
+TEST_CASE("power: the report's energy is the governor's power integrated, and B200 runs the same model", "[sim][power]") {
   const YAML::Node r = simulate(kH100, gemms(3, 2048));
   double e = 0;
   for (const Window& x : track(r)) e += x.power * (x.end - x.start);
@@ -150,4 +150,20 @@ TEST_CASE("power: the MAGNet accelerator runs through the same governor", "[sim]
   double e = 0;
   for (const Window& x : track(low)) e += x.power * (x.end - x.start);
   CHECK(low["total"]["energy"]["total_j"].as<double>() == Approx(e).epsilon(0.03));
+}
+
+TEST_CASE("power: the A100 holds its 400 W limit under a sustained GEMM, and zeros run at boost", "[sim][power]") {
+  // The A100 runs the H100's governor with the H100's fitted energy factor carried across; a
+  // sustained 4096^3 bf16 GEMM on random data needs more than 400 W at its 1410 MHz boost, so
+  // the governor throttles it, while zero operands switch too little to reach the limit.
+  const std::string a100 = source_path("configs/a100.yaml");
+  const YAML::Node random = simulate(a100, gemms(1, 4096), {"power.start=sustained"});
+  const YAML::Node zeros = simulate(a100, gemms(1, 4096, "bf16", "zeros"), {"power.start=sustained"});
+  CHECK(random["chip"]["power"]["limit_w"].as<double>() == 400);
+  CHECK(random["total"]["power"]["chip_power_w"].as<double>() == Approx(400).epsilon(0.03));
+  CHECK(random["total"]["bound"].as<std::string>() == "power");
+  CHECK(random["ops"][0]["power"]["sm_clock_hz"].as<double>() < 0.95 * 1.41e9);
+  CHECK(zeros["ops"][0]["power"]["sm_clock_hz"].as<double>() == Approx(1.41e9));
+  CHECK(zeros["total"]["power"]["chip_power_w"].as<double>() < 400);
+  CHECK(zeros["total"]["time_s"].as<double>() < 0.95 * random["total"]["time_s"].as<double>());
 }
