@@ -101,7 +101,7 @@ TEST_CASE("ring all-reduce takes 2(n-1)/n x size / bandwidth plus 2(n-1) hop lat
   }
 }
 
-TEST_CASE("NCCL's protocols: each its wire share, base and per-hop cost; the tuner's choice by size", "[sim][collective]") {
+TEST_CASE("NCCL's protocols: each its wire share, base and per-hop cost, and the tuner's choice by size", "[sim][collective]") {
   const Link l = link_of(kDgx);
   auto run = [](double bytes, const std::string& extra) {
     return simulate(kDgx, coll("all_reduce", bytes, ", algorithm: ring" + extra))["ops"][0];

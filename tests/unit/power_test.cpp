@@ -44,7 +44,7 @@ TEST_CASE("power: the V/f curve is linear between its points and flat beyond the
   CHECK(c.voltage(3e9) == Approx(0.8));
 }
 
-TEST_CASE("power: a steady load settles where its power meets the limit; the limit's average never passes it",
+TEST_CASE("power: a steady load settles where its power meets the limit, and the limit's average never passes it",
           "[power]") {
   PowerParams p = params();
   Governor g(p, 40, 0.8);

@@ -150,7 +150,7 @@ TEST_CASE("weight-only formats: weights narrower than the math, with block scale
   CHECK_THAT(err("{name: e, kind: elementwise, shape: [8], weight_dtype: int4}"), Catch::Contains("weight_dtype"));
 }
 
-TEST_CASE("deps may name later ops; cycles through deps and stream order are refused at load", "[trace][deps]") {
+TEST_CASE("deps may name later ops, and cycles through deps and stream order are refused at load", "[trace][deps]") {
   // Forward references on other streams are fine, and resolve in a repeat block's iteration.
   const auto t = trace::load_trace(temp_file(kHead +
                                              "  - {name: a, kind: gemm, m: 64, n: 64, k: 64, deps: [b]}\n"
