@@ -39,6 +39,34 @@ size_t invalid_utf8_at(const std::string& text) {
   return std::string::npos;
 }
 
+// The 0-based line where a text's second YAML document begins, or -1 if it holds one. A "---"
+// or "..." at the start of a line is always a document marker; the first document may open
+// with a "---" of its own, and a "..." ends a document, so content after one starts another.
+// (Found by lines, not by YAML::LoadAll, which loops without end on some malformed text.)
+long second_document_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string l;
+  bool content = false, ended = false, opened = false;
+  for (long i = 0; std::getline(in, l); ++i) {
+    auto marker = [&](const char* m) {
+      return l.compare(0, 3, m) == 0 && (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
+    };
+    const size_t first = l.find_first_not_of(" \t\r");
+    const bool directive = !content && !opened && first == 0 && l[0] == '%';  // %YAML, %TAG before the first "---"
+    const bool blank = first == std::string::npos || l[first] == '#' || directive;
+    if (marker("---")) {
+      if (content || ended || opened) return i;
+      opened = true;
+    } else if (marker("...")) {
+      ended = true;
+    } else if (!blank) {
+      if (ended) return i;
+      content = true;
+    }
+  }
+  return -1;
+}
+
 }  // namespace
 
 YAML::Node load_yaml_string(const std::string& text, const std::string& name, int line_offset) {
@@ -51,7 +79,11 @@ YAML::Node load_yaml_string(const std::string& text, const std::string& name, in
     throw UserError(name + ":" + std::to_string(line) + ":" + std::to_string(col) + ": not UTF-8 text (byte " + byte + ")");
   }
   try {
-    return YAML::Load(text);
+    YAML::Node doc = YAML::Load(text);
+    if (const long second = second_document_line(text); second >= 0)  // it would be dropped unread
+      throw UserError(name + ":" + std::to_string(second + 1 + line_offset) +
+                      ": a second YAML document starts here; a file holds one document (nothing after it would be read)");
+    return doc;
   } catch (const YAML::ParserException& e) {
     throw UserError(name + ":" + std::to_string(e.mark.line + 1 + line_offset) + ":" +
                     std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);

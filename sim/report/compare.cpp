@@ -4,11 +4,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "sim/config/units.h"
 #include "sim/config/yaml_util.h"
 #include "sim/error.h"
+#include "sim/io/json_strict.h"
 
 namespace xpusim::report {
 namespace {
@@ -44,8 +46,16 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
     if (!file_problem(file.string()).empty()) throw UserError(file.string() + ": no report (run `xpusim run --out " + p + "` first)");
     YAML::Node r;
     try {
-      r = YAML::LoadFile(file.string());
+      check_input_file(file.string(), true);
+      std::ifstream in(file, std::ios::binary);
+      std::ostringstream text;
+      text << in.rdbuf();
+      io::check_strict_json(text.str(), file.string(), 1);
+      r = YAML::Load(text.str());
       if (!r["xpusim_report"] || !r["total"]) throw UserError("");
+    } catch (const UserError& e) {
+      throw UserError(std::string(e.what()).empty() ? file.string() + ": not an xpusim report.json"
+                                                     : std::string(e.what()) + " (not an xpusim report.json)");
     } catch (const std::exception&) {
       throw UserError(file.string() + ": not an xpusim report.json");
     }

@@ -9,6 +9,7 @@
 #include "sim/config/yaml_util.h"
 #include "sim/error.h"
 #include "sim/io/files.h"
+#include "sim/io/json_strict.h"
 #include "sim/report/html.h"
 #include "sim/report/json_writer.h"
 
@@ -154,6 +155,7 @@ std::string Row::csv() const {
 }
 
 Row Row::parse(const std::string& line, const std::vector<Point>& points, const std::map<std::string, size_t>* by_id) {
+  io::check_strict_json(line, "results.jsonl", 1);  // a row cut short, or not ours
   const YAML::Node n = YAML::Load(line);
   if (!n.IsMap() || !n["index"] || !n["id"] || !n["status"]) throw std::runtime_error("not a result row");
   size_t index = 0;

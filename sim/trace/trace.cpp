@@ -19,6 +19,7 @@
 #include "sim/config/limits.h"
 #include "sim/config/units.h"
 #include "sim/config/yaml_util.h"
+#include "sim/io/json_strict.h"
 
 namespace xpusim::trace {
 namespace {
@@ -88,8 +89,20 @@ struct Ctx {
   throw UserError(at.str() + ": " + (key.empty() ? "" : "key '" + key + "': ") + msg);
 }
 
+// A quoted scalar ("64") is a string in YAML and in JSON, whatever it spells.
+// (Text that is no number at all gets the caller's "is not a number" instead.)
+void refuse_quoted(const Ctx& cx, const YAML::Node& n, const std::string& key, const char* what) {
+  if (n.Tag() != "!") return;
+  const std::string& s = n.Scalar();
+  char* end = nullptr;
+  (void)std::strtod(s.c_str(), &end);
+  if (!s.empty() && *end == '\0')
+    fail(cx.at(n), key, std::string("expected ") + what + ", not the string \"" + s + "\" (write it without quotes)");
+}
+
 int64_t get_int(const Ctx& cx, const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi) {
   if (!n.IsScalar()) fail(cx.at(n), key, "expected a whole number");
+  refuse_quoted(cx, n, key, "a whole number");
   const std::string s = n.Scalar();
   errno = 0;
   char* end = nullptr;
@@ -102,6 +115,7 @@ int64_t get_int(const Ctx& cx, const YAML::Node& n, const std::string& key, int6
 
 double get_double(const Ctx& cx, const YAML::Node& n, const std::string& key, double lo, double hi) {
   if (!n.IsScalar()) fail(cx.at(n), key, "expected a number");
+  refuse_quoted(cx, n, key, "a number");
   const std::string s = n.Scalar();
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
@@ -295,8 +309,10 @@ class Parser {
  private:
   void repeat(const Ctx& cx, const YAML::Node& n, const std::string& prefix, std::map<std::string, size_t>& scope,
               const std::string& path) {
+    std::set<std::string> seen;
     for (const auto& kv : n) {
       const std::string key = kv.first.Scalar();
+      if (!seen.insert(key).second) fail(cx.at(kv.first), path + "." + key, "duplicate key (it appears earlier in the same repeat block)");
       if (key != "repeat" && key != "name" && key != "ops") {
         const std::string hint = config::closest_match(key, {"repeat", "name", "ops"});
         fail(cx.at(kv.first), path + "." + key,
@@ -349,8 +365,10 @@ class Parser {
     }
     std::vector<std::string> keys = kCommonKeys;
     keys.insert(keys.end(), allowed->begin(), allowed->end());
+    std::set<std::string> seen;
     for (const auto& kv : n) {
       const std::string key = kv.first.Scalar();
+      if (!seen.insert(key).second) fail(cx.at(kv.first), path + "." + key, "duplicate key (it appears earlier in the same op)");
       if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
         const std::string hint = config::closest_match(key, keys);
         fail(cx.at(kv.first), path + "." + key,
@@ -610,8 +628,10 @@ void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
   const YAML::Node v = root["xpusim_trace"];
   if (!v && jsonl && root["kind"])
     fail(cx.at(root), "", "the first line must be the header {\"xpusim_trace\": 1}, and this line is an op");
+  std::set<std::string> seen;
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
+    if (!seen.insert(key).second) fail(cx.at(kv.first), key, "duplicate key (it appears earlier in the trace's header)");
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       const std::string hint = config::closest_match(key, keys);
       fail(cx.at(kv.first), key, "unknown top-level key in a trace" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
@@ -675,6 +695,7 @@ Trace load_trace(const std::string& path) {
         fail(SourceLoc{path, lineno, 1}, "", "line is longer than " + std::to_string(kMaxLine) + " bytes (one op per line)");
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       Ctx cx{path, lineno - 1};
+      io::check_strict_json(line, path, lineno);
       const YAML::Node rec = load_yaml_string(line, path, lineno - 1);
       if (!rec.IsMap()) fail(SourceLoc{path, lineno, 1}, "", "each line must be one JSON object");
       if (!header) {

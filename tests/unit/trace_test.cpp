@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
+#include "sim/config/yaml_util.h"
+#include "sim/io/json_strict.h"
 #include "sim/trace/trace.h"
 
 using namespace xpusim;
@@ -67,8 +69,33 @@ TEST_CASE("JSON Lines traces load, with line numbers in errors", "[trace]") {
   CHECK(t.ops[1].deps == std::vector<size_t>{0});
   const std::string e = trace_error("{\"xpusim_trace\": 1}\n{\"kind\": \"gemm\", \"m\": 64, \"n\": -1, \"k\": 64}\n", ".jsonl");
   CHECK_THAT(e, Catch::Matches(".*\\.jsonl:2:[0-9]+: key 'line 2\\.n': value -1 is out of range.*"));
-  CHECK_THAT(trace_error("{\"xpusim_trace\": 1}\n{\"kind\": \"gemm\", \"m\": 64\n", ".jsonl"), Catch::Contains(".jsonl:2:") && Catch::Contains("malformed YAML"));
+  CHECK_THAT(trace_error("{\"xpusim_trace\": 1}\n{\"kind\": \"gemm\", \"m\": 64\n", ".jsonl"), Catch::Contains(".jsonl:2:") && Catch::Contains("malformed JSON"));
   CHECK_THAT(trace_error("", ".jsonl"), Catch::Contains("file is empty"));
+}
+
+TEST_CASE("JSON is read strictly, and a YAML file holds one document", "[trace][json]") {
+  auto json_error = [](const std::string& text) { return error_of([&] { io::check_strict_json(text, "f.jsonl", 7); }); };
+  CHECK(json_error("{\"a\": 1, \"b\": [1, 2.5, \"x\", null, true], \"c\": {\"a\": 2}}").empty());  // a key may recur in another object
+  CHECK_THAT(json_error("{\"a\": 1} {\"b\": 2}"), Catch::StartsWith("f.jsonl:7:10: malformed JSON:") && Catch::Contains("expected end of input"));
+  CHECK_THAT(json_error("{\"a\": 1},"), Catch::StartsWith("f.jsonl:7:9: malformed JSON:"));
+  CHECK_THAT(json_error("{\"a\": 1} // why"), Catch::Contains("malformed JSON"));
+  CHECK_THAT(json_error("{'a': 1}"), Catch::Contains("malformed JSON"));
+  CHECK_THAT(json_error("{a: 1}"), Catch::Contains("malformed JSON"));
+  CHECK_THAT(json_error("{\"a\": 1, \"b\": 2, \"a\": 3}"), Catch::StartsWith("f.jsonl:7:18: key 'a' appears twice in one object"));
+  CHECK_THAT(json_error("{\"a\": \"x\\u0000y\"}"), Catch::StartsWith("f.jsonl:7:") && Catch::Contains("NUL character"));
+  CHECK_THAT(json_error("{\"a\\u0000\": 1}"), Catch::Contains("a key holds a NUL character"));
+  CHECK_THAT(json_error("{\"a\": 1e999}"), Catch::Equals("f.jsonl:7: malformed JSON: number overflow parsing '1e999'"));
+  CHECK_THAT(json_error("{\"a\": 1,\n \"b\": }"), Catch::StartsWith("f.jsonl:8:7: malformed JSON:"));  // a whole file counts its lines
+
+  auto yaml_error = [](const std::string& text) { return error_of([&] { load_yaml_string(text, "f.yaml"); }); };
+  CHECK(yaml_error("a: 1\n").empty());
+  CHECK(yaml_error("---\na: 1\n...\n").empty());
+  CHECK(yaml_error("%YAML 1.2\n---\na: 1\n").empty());
+  CHECK(yaml_error("a: |\n  ---\n  text\n").empty());  // indented: text in a block scalar, not a marker
+  CHECK_THAT(yaml_error("a: 1\n---\nb: 2\n"), Catch::StartsWith("f.yaml:2: a second YAML document starts here"));
+  CHECK_THAT(yaml_error("---\na: 1\n---\n"), Catch::StartsWith("f.yaml:3: a second YAML document"));
+  CHECK_THAT(yaml_error("a: 1\n...\nb: 2\n"), Catch::StartsWith("f.yaml:3: a second YAML document"));
+  CHECK(yaml_error(",").empty());  // a plain scalar, loaded at once (YAML::LoadAll never returns on it)
 }
 
 TEST_CASE("trace errors name file, line, column and key", "[trace][errors]") {
