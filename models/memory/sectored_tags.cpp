@@ -4,6 +4,9 @@
 #include <cassert>
 #include <cstring>
 #include <limits>
+#include <new>
+
+#include <sys/mman.h>
 
 namespace xpusim {
 namespace {
@@ -30,19 +33,39 @@ SectoredTags::SectoredTags(const TagGeometry& g)
   sets_ = std::max<uint64_t>(1, lines / static_cast<uint64_t>(ways_) / static_cast<uint64_t>(g.slices));
   const uint64_t n = sets_ * static_cast<uint64_t>(ways_) * static_cast<uint64_t>(g.slices);
   ways_total_ = n;
-  tags_.assign(n, ~0ull);
-  age_.assign(n, 0);
-  masks_.assign(n, Masks{});
+  tags_.zeros(n);
+  age_.zeros(n);
+  masks_.zeros(n);
 }
 
 template <class T>
-void SectoredTags::Aligned<T>::assign(size_t n, const T& v) {
-  constexpr size_t kLine = 64;
-  raw.assign(n * sizeof(T) + kLine, 0);
-  const auto at = reinterpret_cast<uintptr_t>(raw.data());
-  p = reinterpret_cast<T*>(raw.data() + (kLine - at % kLine) % kLine);
-  for (size_t i = 0; i < n; ++i) std::memcpy(static_cast<void*>(p + i), &v, sizeof(T));
+void SectoredTags::Aligned<T>::zeros(size_t n) {
+  this->~Aligned();
+  bytes = std::max<size_t>(n * sizeof(T), 1);
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  p = static_cast<T*>(m);
 }
+
+template <class T>
+SectoredTags::Aligned<T>& SectoredTags::Aligned<T>::operator=(Aligned&& o) noexcept {
+  if (this != &o) {
+    this->~Aligned();
+    p = o.p, bytes = o.bytes;
+    o.p = nullptr, o.bytes = 0;
+  }
+  return *this;
+}
+
+template <class T>
+SectoredTags::Aligned<T>::~Aligned() {
+  if (p) munmap(p, bytes);
+  p = nullptr, bytes = 0;
+}
+
+template struct SectoredTags::Aligned<uint64_t>;
+template struct SectoredTags::Aligned<uint32_t>;
+template struct SectoredTags::Aligned<SectoredTags::Masks>;
 
 void SectoredTags::renumber_ages() {
   // The order of the ways within each set is all LRU needs: keep it, with small numbers.
@@ -90,7 +113,7 @@ void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint3
   ++clock_;
   int hit = -1;
   for (int w = 0; w < ways_; ++w)
-    if (tags[w] == line) {
+    if (tags[w] == line + 1) {
       hit = w;
       break;
     }
@@ -114,13 +137,13 @@ void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint3
   Masks& v = masks_[first + static_cast<uint64_t>(victim)];
   if (v.dirty) {
     r.dirty_evicted_sectors += popcount32(v.dirty);
-    add_sectors(r.writebacks, tags[victim], v.dirty);
+    add_sectors(r.writebacks, tags[victim] - 1, v.dirty);
   }
   if (!write) {
     r.miss_sectors += popcount32(sectors);
     add_sectors(r.misses, line, sectors);
   }
-  tags[victim] = line;
+  tags[victim] = line + 1;
   v.valid = sectors;
   v.dirty = write ? sectors : 0;
   age[victim] = clock_;

@@ -64,11 +64,20 @@ class SectoredTags {
     uint32_t valid = 0;  // sector bitmasks
     uint32_t dirty = 0;
   };
+  // A zero-filled array of trivially copyable T, page-aligned, in anonymous memory mapped on
+  // demand: the pages no access has written take no host memory (a tiny kernel on a 64 GiB L2
+  // touches a few of the tags' 10 GiB, and zeros read back from the kernel's shared zero page).
   template <class T>
-  struct Aligned {  // a host-cache-line-aligned array of trivially copyable T
-    std::vector<unsigned char> raw;
+  struct Aligned {
     T* p = nullptr;
-    void assign(size_t n, const T& v);
+    size_t bytes = 0;
+    Aligned() = default;
+    Aligned(const Aligned&) = delete;
+    Aligned& operator=(const Aligned&) = delete;
+    Aligned(Aligned&& o) noexcept : p(o.p), bytes(o.bytes) { o.p = nullptr, o.bytes = 0; }
+    Aligned& operator=(Aligned&& o) noexcept;
+    ~Aligned();
+    void zeros(size_t n);
     T& operator[](size_t i) { return p[i]; }
     const T& operator[](size_t i) const { return p[i]; }
   };
@@ -95,7 +104,7 @@ class SectoredTags {
   bool xor_hash_ = true;
   uint32_t clock_ = 0;
   uint64_t ways_total_ = 0;
-  Aligned<uint64_t> tags_;  // line number, ~0 when invalid
+  Aligned<uint64_t> tags_;  // line number + 1, 0 when invalid (so that a fresh array is all zeros)
   Aligned<uint32_t> age_;   // clock_ at the last touch (LRU)
   Aligned<Masks> masks_;
 };

@@ -32,6 +32,8 @@ const std::vector<Entry>& entries() {
        &Limits::memory_share, nullptr},
       {"stall_s", "simulated seconds an op may run with no CTA finishing before the watchdog stops the run", 1e-9,
        1e9, false, &Limits::stall_s, nullptr},
+      {"sweep_points", "points one sweep spec may expand to (configs x traces x axis combinations)", 1, 1e12, true,
+       &Limits::sweep_points, nullptr},
   };
   return e;
 }

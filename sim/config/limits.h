@@ -20,6 +20,9 @@ struct Limits {
   // Simulated time an op may go without any of its CTAs finishing before the watchdog stops the
   // run, naming the ops in flight.
   double stall_s = 60;
+  // Points one sweep spec may expand to (configs x traces x axis combinations): a grid of a few
+  // long axes multiplies past what could ever run, and its points alone would fill the memory.
+  double sweep_points = 1e6;
 };
 
 // The limits in force; the CLI sets them once, before loading anything.

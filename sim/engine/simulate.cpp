@@ -233,6 +233,12 @@ Placement place(const config::LoadedConfig& cfg, const trace::Trace& t) {
                          " (a multi-GPU system config is under configs/systems/)");
       const std::string why = unsupported(topo, job_of(op, d));
       if (!why.empty()) op_error(op, why);
+      // Each GPU holds the buffer (in place), an all-to-all its send and receive buffers apart.
+      const double held = op.bytes * (op.kind == trace::OpKind::all_to_all ? 2 : 1);
+      if (held > g.hbm.capacity_bytes)
+        op_error(op, "needs " + units::format(held, units::Dim::Size) + " of buffers on each GPU" +
+                         (op.kind == trace::OpKind::all_to_all ? " (its send and receive buffers)" : "") +
+                         " but a GPU has " + units::format(g.hbm.capacity_bytes, units::Dim::Size) + " of HBM");
     } else {
       used.insert(d.begin(), d.end());
     }

@@ -36,6 +36,12 @@ uint64_t WorkloadDriver::progress() const {
   return p;
 }
 
+bool WorkloadDriver::collective_in_flight() const {
+  for (size_t i = 0; i < ops_.size(); ++i)
+    if (state_[i] == State::running && ops_[i].collective) return true;
+  return false;
+}
+
 void WorkloadDriver::record_stall(const std::string& why) {
   std::ostringstream os;
   os << "simulation stalled: " << why << "; " << ops_.size() - done_ << " of " << ops_.size() << " ops unfinished";
@@ -120,7 +126,7 @@ void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tic
       return;
     }
     const uint64_t now = progress();
-    if (now == seen) {
+    if (now == seen && !collective_in_flight()) {
       record_stall("no CTA and no op finished in " + units::format(window_s, units::Dim::Time) +
                    " of simulated time, up to " + units::format(watch.to_seconds(), units::Dim::Time) +
                    " (the stall_s limit; --limit stall_s=S allows longer)");

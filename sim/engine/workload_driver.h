@@ -73,7 +73,10 @@ class WorkloadDriver : public sc_core::sc_module {
  private:
   enum class State : char { waiting, ready, running, done };
   void run();
-  uint64_t progress() const;  // CTAs and ops finished so far
+  uint64_t progress() const;
+  // Whether a collective is in flight: its end is priced when it starts, so it lands at a set
+  // time and a watchdog window it spans is not a stall.
+  bool collective_in_flight() const;  // CTAs and ops finished so far
   void record_stall(const std::string& why);
 
   std::vector<DriverOp>& ops_;

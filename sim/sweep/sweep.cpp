@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include <thread>
 
 #include "sim/config/config_loader.h"
+#include "sim/config/limits.h"
 #include "sim/config/yaml_util.h"
 #include "sim/io/files.h"
 #include "sim/report/json_writer.h"
@@ -244,6 +246,31 @@ Spec load_spec(const std::string& path) {
       if (a.values.size() != s.axes[0].values.size())
         fail(a.loc, "axes." + a.key, "zip needs axes of one length (" + std::to_string(s.axes[0].values.size()) + " values in '" +
                                          s.axes[0].key + "', " + std::to_string(a.values.size()) + " here)");
+  // Counted before anything is expanded (a 10^9-point grid would fill the memory with its points).
+  double combos = 1;
+  std::string how = std::to_string(s.configs.size()) + " config(s) x " + std::to_string(s.traces.size()) +
+                    (s.kind == Kind::Serve ? " model(s)" : " trace(s)");
+  if (s.mode == "random") {
+    combos = s.samples;
+    how += " x " + std::to_string(s.samples) + " samples";
+  } else if (!s.axes.empty()) {
+    combos = s.mode == "zip" ? static_cast<double>(s.axes[0].values.size()) : 1;
+    for (const Axis& a : s.axes) {
+      if (s.mode == "grid") combos *= static_cast<double>(a.values.size());
+      if (s.mode == "grid") how += " x " + std::to_string(a.values.size());
+    }
+    if (s.mode == "zip") how += " x " + std::to_string(s.axes[0].values.size()) + " zipped values";
+  }
+  const double points = combos * static_cast<double>(s.configs.size()) * static_cast<double>(s.traces.size());
+  if (points > limits::current().sweep_points) {
+    char n[32];
+    std::snprintf(n, sizeof n, "%.3g", points);
+    fail(yaml_loc(path, root["axes"] ? root["axes"] : root), "axes",
+         std::string("the sweep has ") + n + " points (" + how + "), more than the " +
+             std::to_string(static_cast<int64_t>(limits::current().sweep_points)) +
+             " a spec may expand to; narrow the axes or sample them (mode: random, samples: N)" +
+             limits::raise_hint("sweep_points"));
+  }
   return s;
 }
 

@@ -512,10 +512,12 @@ class Parser {
         if (!b.IsScalar()) fail(cx.at(b), path + ".bytes", "expected a size, e.g. 64 MiB or 67108864");
         try {
           o.bytes = units::parse(b.Scalar(), units::Dim::Size).value;
-        } catch (const std::invalid_argument&) {
+        } catch (const std::invalid_argument& e) {
+          // A bare byte count; anything else gets the unit parser's reason.
+          if (b.Scalar().find_first_not_of("0123456789") != std::string::npos) fail(cx.at(b), path + ".bytes", e.what());
           o.bytes = static_cast<double>(get_int(cx, b, path + ".bytes", 0, int64_t{1} << 50));
         }
-        if (!(o.bytes >= 0 && o.bytes <= std::pow(2.0, 50))) fail(cx.at(b), path + ".bytes", "must be between 0 and 1 PiB");
+        if (!(o.bytes >= 0 && o.bytes <= std::pow(2.0, 50))) fail(cx.at(b), path + ".bytes", "must be between 0 and 1024 TiB");
         if (const YAML::Node a = n["algorithm"])
           o.algorithm = get_choice(cx, a, path + ".algorithm", {"auto", "ring", "tree", "nvls", "direct"});
         if (const YAML::Node pr = n["protocol"])

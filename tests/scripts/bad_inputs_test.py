@@ -16,10 +16,12 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BAD = os.path.join(ROOT, "tests", "data", "bad")
 H100 = os.path.join(ROOT, "configs", "h100-sxm.yaml")
+DGX = os.path.join(ROOT, "configs", "systems", "dgx-h100.yaml")
 DOC = os.path.join(ROOT, "docs", "reliability.md")
 
-# file -> (what is wrong, a regular expression the error must match). Traces are checked
-# against h100-sxm (so that lowering's checks run too); configs alone.
+# file -> (what is wrong, a regular expression the error must match). Traces (trace-*) are
+# checked against h100-sxm (so that lowering's checks run too), systraces (systrace-*) against an
+# 8-GPU dgx-h100; configs alone.
 CASES = {
     "unknown-key.yaml": ("a misspelt key", r":3:3: key 'sm\.cout': unknown key .*did you mean 'sm\.count'"),
     "config-malformed.yaml": ("unclosed flow mapping", r":3:1: malformed YAML: end of map flow not found"),
@@ -87,6 +89,11 @@ CASES = {
     "trace-jsonl-array-line.jsonl": ("a line that is an array", r":2:1: each line must be one JSON object"),
     "trace-jsonl-string-dim.jsonl": ("a string where a size is due", r":2:36: key 'line 2\.m': 'sixty-four' is not a whole number"),
     "trace-jsonl-cycle.jsonl": ("a cycle through stream order", r":2:1: key 'deps': dependency cycle: a -> b -> \(stream order\) a"),
+    "trace-bytes-unknown-unit.yaml": ("a collective of 1 PiB (no such unit)", r":3:41: key 'ops\[0\]\.bytes': unknown unit 'PiB' in '1 PiB'; a size takes one of TiB"),
+    "systrace-allreduce-larger-than-hbm.yaml": ("an all-reduce buffer larger than a GPU's HBM",
+                                                r":3:5: op 'ar': needs 100 GiB of buffers on each GPU but a GPU has 80 GiB of HBM"),
+    "systrace-alltoall-buffers-larger-than-hbm.yaml": ("all-to-all send and receive buffers larger than HBM",
+                                                       r":3:5: op 'a2a': needs 96 GiB of buffers on each GPU \(its send and receive buffers\)"),
     "trace-jsonl-two-objects.jsonl": ("two JSON objects on one line", r":2:75: malformed JSON: .*unexpected '\{'; expected end of input"),
     "trace-jsonl-trailing-comma.jsonl": ("a comma after the object", r":2:74: malformed JSON: .*unexpected ','; expected end of input"),
     "trace-jsonl-comment.jsonl": ("a // comment after the object", r":2:76: malformed JSON: .*expected end of input"),
@@ -106,7 +113,12 @@ CASES = {
 
 def run(xpusim, name):
     path = os.path.join(BAD, name)
-    args = [xpusim, "check"] + (["--config", path] if not name.startswith("trace-") else ["--config", H100, "--trace", path])
+    if name.startswith("trace-"):
+        args = [xpusim, "check", "--config", H100, "--trace", path]
+    elif name.startswith("systrace-"):
+        args = [xpusim, "check", "--config", DGX, "--trace", path]
+    else:
+        args = [xpusim, "check", "--config", path]
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
     r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120, env=env)
     return r.returncode, r.stderr.strip()

@@ -241,7 +241,12 @@ class Sweep(unittest.TestCase):
                  (SPEC.replace("[66, 100, 132]", "[66, 66]"), "appears twice"),
                  ("xpusim_sweep: 2\n", "unsupported version"),
                  (SPEC.replace("name: test", "name: ../escape"), "'../escape' is not a plain name"),
-                 (SPEC.replace("name: test", "name: /tmp/abs"), "'/tmp/abs' is not a plain name")]
+                 (SPEC.replace("name: test", "name: /tmp/abs"), "'/tmp/abs' is not a plain name"),
+                 # 10^9 points: refused as counted, before any is expanded (it used to fill the memory)
+                 (SPEC + "".join(f"  {k}: [{', '.join(str(v) for v in range(1, 21))}]\n" for k in
+                         ("hbm.stacks", "tensor_core.per_sm", "sm.max_warps", "sm.max_ctas", "sm.sub_partitions",
+                          "noc.dies", "hbm.channels_per_stack")),
+                  "points (1 config(s) x 1 trace(s) x 3 x 3 x 20 x 20 x 20 x 20 x 20 x 20 x 20), more than the 1000000")]
         for i, (text, msg) in enumerate(cases):
             spec = os.path.join(self.tmp, f"bad{i}.yaml")
             with open(spec, "w") as f:

@@ -68,6 +68,21 @@ TEST_CASE("a window of simulated time with no CTA finishing stops the run (stall
   CHECK_THAT(e, Catch::Contains("3 of 3 ops unfinished") && Catch::Contains("running on gpu.dispatcher: 0 of"));
 }
 
+TEST_CASE("a collective longer than the stall window is in flight, not stalled", "[sim][watchdog]") {
+  // Its end is priced as it starts: it lands at a set time, so a window it spans finishes nothing
+  // and is still progress. A kernel that follows it is watched again.
+  LimitsGuard guard;
+  xpusim::limits::set("stall_s=1e-3");  // 1 ms, against a 64 MiB ring all-reduce's ~0.25 ms x 20
+  const YAML::Node r = xpusim::testing::simulate(source_path("configs/systems/dgx-h100.yaml"),
+                                                 "xpusim_trace: 1\nops:\n"
+                                                 "  - {name: ar, kind: all_reduce, bytes: 4 GiB, devices: 0-7, algorithm: ring}\n"
+                                                 "  - {name: g, kind: gemm, m: 1024, n: 1024, k: 1024, devices: [0], deps: [ar]}\n");
+  REQUIRE(r["ops"].size() == 2);
+  const YAML::Node ar = r["ops"][0], g = r["ops"][1];
+  CHECK(ar["end_s"].as<double>() - ar["start_s"].as<double>() > 5e-3);  // five windows and more with nothing finishing
+  CHECK(g["end_s"].as<double>() > ar["end_s"].as<double>());
+}
+
 TEST_CASE("a livelock (simulated time stopped, the driver woken at every delta) stops the run", "[sim][watchdog]") {
   const std::string e = stall_of(kChain, "livelock:a");
   CHECK_THAT(e, Catch::Contains("simulation stalled: simulated time stopped advancing at") &&
