@@ -121,12 +121,36 @@ void add_limits(po::options_description& d) {
 
 std::vector<std::string> apply_limits(const po::variables_map& vm) {
   const auto given = vm.count("limit") ? vm["limit"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  for (const std::string& x : given) limits::set(x);
+  for (const std::string& x : given) {
+    try {
+      limits::set(x);
+    } catch (const UserError& e) {  // a flag's own name or form: usage, not an input file
+      throw UsageError(std::string("xpusim: ") + e.what());
+    }
+  }
   return given;
 }
 
+// The --set overrides, each of the form key.path=value (the form is the flag's: a usage error;
+// the key and the value are the config's to judge: bad input).
 std::vector<std::string> sets(const po::variables_map& vm) {
-  return vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const auto given = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  for (const std::string& o : given) {
+    const size_t eq = o.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("xpusim: --set '" + o + "': expected key.path=value, e.g. --set hbm.data_rate=\"6.4 GT/s\"");
+  }
+  return given;
+}
+
+// Applies the --trace-set overrides to a loaded trace (the form is the flag's: a usage error).
+void apply_trace_sets(const std::string& cmd, const po::variables_map& vm, trace::Trace& tr) {
+  if (!vm.count("trace-set")) return;
+  for (const std::string& x : vm["trace-set"].as<std::vector<std::string>>()) {
+    const size_t eq = x.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("xpusim " + cmd + ": --trace-set expects key=value, got '" + x + "'");
+    trace::apply_override(tr, x.substr(0, eq), x.substr(eq + 1));
+  }
 }
 
 void add_fidelity(po::options_description& d) {
@@ -214,12 +238,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
   const auto t0 = std::chrono::steady_clock::now();
   const config::LoadedConfig cfg = config::load_config(vm["config"].as<std::string>(), sets(vm));
   trace::Trace tr = trace::load_trace(vm["trace"].as<std::string>());
-  if (vm.count("trace-set"))
-    for (const std::string& x : vm["trace-set"].as<std::vector<std::string>>()) {
-      const size_t eq = x.find('=');
-      if (eq == std::string::npos || eq == 0) throw UsageError("xpusim run: --trace-set expects key=value, got '" + x + "'");
-      trace::apply_override(tr, x.substr(0, eq), x.substr(eq + 1));
-    }
+  apply_trace_sets(cmd, vm, tr);
   spdlog::debug("loaded {} ({} parameters) and {} ({} ops)", cfg.file, cfg.entries.size(), tr.file, tr.ops.size());
 
   const fs::path dir = vm["out"].as<std::string>();
@@ -341,6 +360,8 @@ int cmd_compare(const std::string& cmd, const std::vector<std::string>& args, st
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   const auto runs = vm.count("runs") ? vm["runs"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (runs.size() < 2)
+    throw UsageError("xpusim compare: give two or more runs (output folders or report.json files); see `xpusim compare --help`");
   const report::Comparison c = report::compare_runs(runs);
   out << c.text;
   if (vm.count("out")) {
@@ -358,12 +379,14 @@ int cmd_check(const std::string& cmd, const std::vector<std::string>& args, std:
   d.add_options()("help,h", "show this help")
       ("config,c", po::value<std::string>(), "hardware description to validate")
       ("trace,t", po::value<std::string>(), "trace to validate (with --config, also checks the chip can run every op)")
-      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value (repeatable)");
+      ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value (repeatable)")
+      ("trace-set", po::value<std::vector<std::string>>()->composing(), "override every op's dtype, weight_dtype, sparsity or switching, as `run` does (repeatable)");
   add_limits(d);
   const auto parsed = parse_command(cmd, args, d, out);
   if (!parsed) return 0;  // --help was printed
   const po::variables_map& vm = *parsed;
   if (!vm.count("config") && !vm.count("trace")) throw UsageError("xpusim check: give --config, --trace or both");
+  if (vm.count("trace-set") && !vm.count("trace")) throw UsageError("xpusim check: --trace-set applies with --trace");
   apply_limits(vm);
   std::optional<config::LoadedConfig> cfg;
   if (vm.count("config")) {
@@ -371,7 +394,8 @@ int cmd_check(const std::string& cmd, const std::vector<std::string>& args, std:
     out << cfg->file << ": ok (" << cfg->chip.kind << " '" << cfg->chip.name << "', " << cfg->entries.size() << " parameters)\n";
   }
   if (vm.count("trace")) {
-    const trace::Trace tr = trace::load_trace(vm["trace"].as<std::string>());
+    trace::Trace tr = trace::load_trace(vm["trace"].as<std::string>());
+    apply_trace_sets(cmd, vm, tr);
     // An op's FLOPs are one GPU's shard; on several GPUs the system does that on each.
     const int system_gpus = cfg && cfg->chip.kind == "gpu" ? std::max(1, cfg->chip.gpu.system.gpus()) : 0;
     double flops = 0, system_flops = 0;

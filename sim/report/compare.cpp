@@ -10,6 +10,7 @@
 #include "sim/config/units.h"
 #include "sim/config/yaml_util.h"
 #include "sim/error.h"
+#include "sim/io/csv.h"
 #include "sim/io/json_strict.h"
 
 namespace xpusim::report {
@@ -113,10 +114,10 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
   t << "ratios are to the first run (" << base.label << "): time below 1.00x is faster, energy below 1.00x is less\n";
   csv << "run,chip,trace,gpus,time_s,time_ratio,tflops,tflops_per_gpu,tokens_per_s,energy_j,energy_ratio,tops_per_w,bound\n";
   for (const Run& x : runs)
-    csv << x.label << "," << x.chip << "," << x.trace << "," << x.gpus << "," << x.time << ","
+    csv << io::csv_field(x.label) << "," << io::csv_field(x.chip) << "," << io::csv_field(x.trace) << "," << x.gpus << "," << x.time << ","
         << (base.time > 0 ? x.time / base.time : 0) << "," << x.tflops << "," << x.tflops / x.gpus
         << "," << (x.tokens > 0 ? x.tokens / x.time : 0) << "," << (x.has_energy ? x.energy : 0) << ","
-        << (x.has_energy && base.energy > 0 ? x.energy / base.energy : 0) << "," << x.topsw << ",\"" << x.bound << "\"\n";
+        << (x.has_energy && base.energy > 0 ? x.energy / base.energy : 0) << "," << x.topsw << "," << io::csv_quoted(x.bound) << "\n";
   c.text = t.str();
   c.markdown = md.str();
   c.csv = csv.str();

@@ -11,6 +11,7 @@
 
 #include "models/energy/energy_table.h"
 #include "models/interconnect/collective.h"
+#include "sim/config/energy_loader.h"
 #include "sim/config/units.h"
 #include "sim/report/fidelity.h"
 #include "sim/report/json_writer.h"
@@ -20,6 +21,16 @@
 #include "sim/report/report_detail.h"
 
 namespace xpusim::report {
+
+namespace {
+// The energy table's path relative to the config's folder, as a config names it: the same bytes
+// from any working directory and any checkout.
+std::string table_as_named(const config::LoadedConfig& cfg) {
+  const std::filesystem::path dir = std::filesystem::absolute(cfg.file).parent_path().lexically_normal();
+  return std::filesystem::path(config::energy_config(cfg.chip).table).lexically_normal().lexically_relative(dir).string();
+}
+}  // namespace
+
 using namespace detail;
 
 namespace {
@@ -64,7 +75,7 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
                             {"int8", 2.0 * a.macs_per_cycle(8) * a.clock_hz / 1e12}};
   const energy::Table* table = cfg.energy_table.get();
   if (table) {
-    rep.energy_table = std::filesystem::proximate(table->file).string();
+    rep.energy_table = table_as_named(cfg);
     rep.energy_node = table->node;
     rep.voltage = a.voltage_v;
     rep.nominal_voltage = table->nominal_voltage;
@@ -333,7 +344,7 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
   }
   if (cfg.energy_table) {
     const energy::Table& table = *cfg.energy_table;
-    rep.energy_table = std::filesystem::proximate(table.file).string();
+    rep.energy_table = table_as_named(cfg);
     rep.energy_node = table.node;
     rep.nominal_voltage = table.nominal_voltage;
     rep.voltage = g.energy.voltage_v > 0 ? g.energy.voltage_v : table.nominal_voltage;

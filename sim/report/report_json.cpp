@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "models/energy/energy_table.h"
+#include "sim/io/csv.h"
 #include "sim/report/fidelity.h"
 #include "sim/report/json_writer.h"
 #include "sim/report/power.h"
@@ -197,7 +198,7 @@ std::string to_csv(const Report& rep) {
   std::ostringstream os;
   os << "name,kind,dtype,shape,start_s,time_s,cycles,flops,tflops,fraction_of_peak,tensor_util,simt_util,"
         "sm_slot_util,l2_bandwidth_util,hbm_bandwidth_util,l2_hit_rate,hbm_read_bytes,hbm_write_bytes,ctas,waves,bound\n";
-  auto q = [](const std::string& s) { return "\"" + s + "\""; };
+  auto q = [](const std::string& s) { return io::csv_quoted(s); };
   for (const OpReport& o : rep.ops) {
     const Metrics& m = o.m;
     os << q(o.name) << ',' << o.kind << ',' << o.dtype << ',' << q(o.shape) << ',' << JsonWriter::number(m.start_s) << ','

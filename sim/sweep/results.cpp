@@ -8,6 +8,7 @@
 
 #include "sim/config/yaml_util.h"
 #include "sim/error.h"
+#include "sim/io/csv.h"
 #include "sim/io/files.h"
 #include "sim/io/json_strict.h"
 #include "sim/report/html.h"
@@ -30,12 +31,7 @@ const std::vector<std::string> kNumeric = {"index", "time_s", "tflops", "energy_
 
 bool numeric(const std::string& column) { return std::find(kNumeric.begin(), kNumeric.end(), column) != kNumeric.end(); }
 
-std::string csv_quote(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
-  return q + "\"";
-}
+std::string csv_quote(const std::string& s) { return io::csv_field(s); }
 
 }  // namespace
 

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""What a run writes reads right: ops.csv and compare.csv are RFC 4180 (names with commas and
+quotes keep their columns), and report.json has the same bytes from any working directory.
+
+  tests/scripts/outputs_test.py build/xpusim
+"""
+import csv
+import filecmp
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+XPUSIM = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.join(ROOT, "build", "xpusim")
+H100 = os.path.join(ROOT, "configs", "h100-sxm.yaml")
+ENV = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
+
+
+def xpusim(*args, cwd=None):
+    return subprocess.run([XPUSIM, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300, check=True)
+
+
+class Outputs(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.trace = os.path.join(self.tmp, "odd.yaml")
+        with open(self.tmp + "/odd.yaml", "w") as f:
+            f.write('xpusim_trace: 1\nname: "odd, \\"quoted\\" trace"\nops:\n'
+                    '  - {name: "qkv, \\"fused\\"", kind: gemm, m: 256, n: 256, k: 256, dtype: bf16}\n'
+                    '  - {name: plain, kind: softmax, shape: [256, 256], dtype: bf16}\n')
+
+    def test_csv_files_keep_their_columns(self):
+        a, b = os.path.join(self.tmp, 'run "a", first'), os.path.join(self.tmp, "b")
+        xpusim("run", "-q", "-c", H100, "-t", self.trace, "-o", a)
+        xpusim("run", "-q", "-c", H100, "-t", self.trace, "-o", b)
+        xpusim("compare", a, b, "-o", os.path.join(self.tmp, "cmp"))
+        with open(os.path.join(a, "ops.csv"), newline="") as f:
+            rows = list(csv.reader(f))
+        self.assertEqual({len(r) for r in rows}, {len(rows[0])})
+        self.assertEqual(rows[1][0], 'qkv, "fused"')
+        self.assertEqual(rows[2][0], "plain")
+        with open(os.path.join(self.tmp, "cmp", "compare.csv"), newline="") as f:
+            rows = list(csv.reader(f))
+        self.assertEqual({len(r) for r in rows}, {len(rows[0])})
+        self.assertEqual(rows[1][0], 'run "a", first')
+        self.assertEqual(rows[1][2], 'odd, "quoted" trace')
+
+    def test_report_json_is_the_same_from_any_folder(self):
+        outs = []
+        for i, cwd in enumerate([ROOT, self.tmp, "/"]):
+            out = os.path.join(self.tmp, f"from{i}")
+            xpusim("run", "-q", "-c", H100, "-t", self.trace, "-o", out, cwd=cwd)
+            outs.append(os.path.join(out, "report.json"))
+        for other in outs[1:]:
+            self.assertTrue(filecmp.cmp(outs[0], other, shallow=False), other)
+        with open(outs[0]) as f:
+            self.assertIn('"table": "energy/tsmc-4n-h100.yaml"', f.read())
+
+
+if __name__ == "__main__":
+    unittest.main()
