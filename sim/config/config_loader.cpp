@@ -411,6 +411,7 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
   }
 
   LoadedConfig out;
+  out.overrides = overrides;
   out.file = path;
   const auto kind_it = leaves.find("kind");
   if (kind_it == leaves.end()) throw UserError(path + ": missing required key 'kind' (one of: gpu, accelerator)");

@@ -21,6 +21,7 @@ struct LoadedConfig {
   std::string file;  // the top-level file as given
   ChipConfig chip;
   std::vector<ResolvedEntry> entries;  // one per declared parameter, in table order
+  std::vector<std::string> overrides;  // the --set strings, as given (reports record them)
   // The energy table `energy.table` names, loaded and checked once; null without one.
   std::shared_ptr<const energy::Table> energy_table;
 };

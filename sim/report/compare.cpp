@@ -18,6 +18,7 @@ namespace {
 
 struct Run {
   std::string label, chip, trace, bound;
+  std::string overrides;  // "--set a=1 --trace-set dtype=fp8", as report.json records them
   double time = 0, tflops = 0, energy = 0, topsw = 0, tokens = 0;
   int gpus = 1;
   bool has_energy = false;
@@ -68,6 +69,9 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
       x.chip = r["config"]["name"].Scalar();
       x.trace = r["trace"]["name"].Scalar();
       x.bound = r["total"]["bound"].Scalar();
+      for (const auto& [section, flag] : {std::pair{"config", "--set "}, std::pair{"trace", "--trace-set "}})
+        if (const YAML::Node s = r[section]["set"]; s && s.IsSequence())
+          for (const auto& o : s) x.overrides += (x.overrides.empty() ? "" : " ") + std::string(flag) + o.Scalar();
       x.time = get(r, {"total", "time_s"});
       x.tflops = get(r, {"total", "tflops"});
       x.energy = get(r, {"total", "energy", "total_j"}, &x.has_energy);
@@ -111,13 +115,22 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
   for (size_t j = 0; j < head.size(); ++j) md << "---|";
   md << "\n";
   for (const auto& r : rows) line(r);
+  bool any_overrides = false;
+  for (const Run& x : runs)
+    if (!x.overrides.empty()) {
+      if (!any_overrides) md << "\nOverrides:\n\n";
+      any_overrides = true;
+      t << "overrides of " << x.label << ": " << x.overrides << "\n";
+      md << "- " << x.label << ": `" << x.overrides << "`\n";
+    }
   t << "ratios are to the first run (" << base.label << "): time below 1.00x is faster, energy below 1.00x is less\n";
-  csv << "run,chip,trace,gpus,time_s,time_ratio,tflops,tflops_per_gpu,tokens_per_s,energy_j,energy_ratio,tops_per_w,bound\n";
+  csv << "run,chip,trace,gpus,time_s,time_ratio,tflops,tflops_per_gpu,tokens_per_s,energy_j,energy_ratio,tops_per_w,bound,"
+         "overrides\n";
   for (const Run& x : runs)
     csv << io::csv_field(x.label) << "," << io::csv_field(x.chip) << "," << io::csv_field(x.trace) << "," << x.gpus << "," << x.time << ","
         << (base.time > 0 ? x.time / base.time : 0) << "," << x.tflops << "," << x.tflops / x.gpus
         << "," << (x.tokens > 0 ? x.tokens / x.time : 0) << "," << (x.has_energy ? x.energy : 0) << ","
-        << (x.has_energy && base.energy > 0 ? x.energy / base.energy : 0) << "," << x.topsw << "," << io::csv_quoted(x.bound) << "\n";
+        << (x.has_energy && base.energy > 0 ? x.energy / base.energy : 0) << "," << x.topsw << "," << io::csv_quoted(x.bound) << "," << io::csv_field(x.overrides) << "\n";
   c.text = t.str();
   c.markdown = md.str();
   c.csv = csv.str();

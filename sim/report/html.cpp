@@ -266,6 +266,7 @@ double to_number(const std::string& s, bool& ok) {
 std::string run_html(const Report& rep) {
   std::ostringstream b;
   b << "<h1>" << esc(rep.trace_name) << " on " << esc(rep.config_name) << "</h1>\n";
+  if (const std::string o = overrides_text(rep); !o.empty()) b << "<p>Overrides: <code>" << esc(o) << "</code></p>\n";
   const Metrics& t = rep.total;
   if (rep.gpus > 1)
     b << "<p><b>" << rep.gpus << " GPUs</b>: " << esc(rep.system_note) << ". The totals below are the whole system's; "

@@ -31,6 +31,14 @@ std::string table_as_named(const config::LoadedConfig& cfg) {
 }
 }  // namespace
 
+std::string overrides_text(const Report& rep) {
+  std::string s;
+  for (const std::string& o : rep.config_overrides) s += (s.empty() ? "" : " ") + std::string("--set ") + o;
+  for (const std::string& o : rep.trace_overrides) s += (s.empty() ? "" : " ") + std::string("--trace-set ") + o;
+  return s;
+}
+
+
 using namespace detail;
 
 namespace {
@@ -60,6 +68,8 @@ Report header(const config::LoadedConfig& cfg, const trace::Trace& t) {
   rep.trace_name = t.name;
   rep.tokens = t.tokens;
   rep.trace_file = t.file;
+  rep.config_overrides = cfg.overrides;
+  rep.trace_overrides = t.overrides;
   return rep;
 }
 

@@ -103,9 +103,14 @@ struct PowerInfo {
   double peak_filtered_w = 0;                    // highest time-constant average reached
 };
 
+// "--set a=1 --set b=2 --trace-set dtype=fp8": the overrides a run was given, or "" for none.
+struct Report;
+std::string overrides_text(const Report& rep);
+
 struct Report {
   std::string version;
   std::string config_name, config_file, trace_name, trace_file;
+  std::vector<std::string> config_overrides, trace_overrides;  // --set and --trace-set, as given
   double tokens = 0;  // tokens the trace produces or processes (0: not an LLM step)
   int sms = 0;
   int gpus = 1;                     // GPUs in the system

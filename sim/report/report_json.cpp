@@ -96,9 +96,18 @@ std::string to_json(const Report& rep) {
   JsonWriter w;
   w.begin_object();
   w.field("xpusim_report", 1LL).field("version", rep.version);
-  w.key("config").begin_object().field("name", rep.config_name).field("file", rep.config_file).end_object();
+  auto overrides = [&w](const std::vector<std::string>& given) {  // "set": the overrides, when any
+    if (given.empty()) return;
+    w.key("set").begin_array();
+    for (const std::string& s : given) w.value(s);
+    w.end_array();
+  };
+  w.key("config").begin_object().field("name", rep.config_name).field("file", rep.config_file);
+  overrides(rep.config_overrides);
+  w.end_object();
   w.key("trace").begin_object().field("name", rep.trace_name).field("file", rep.trace_file)
       .field("ops", static_cast<long long>(rep.ops.size()));
+  overrides(rep.trace_overrides);
   if (rep.tokens > 0) w.field("tokens", rep.tokens);
   w.end_object();
   w.key("chip").begin_object();

@@ -120,6 +120,7 @@ std::string to_markdown(const Report& rep, double wall_s) {
   std::ostringstream os;
   os << "# xpusim report: " << rep.config_name << " running " << rep.trace_name << "\n\n";
   os << "Config `" << rep.config_file << "`, trace `" << rep.trace_file << "`, xpusim " << rep.version << ".\n\n";
+  if (const std::string o = overrides_text(rep); !o.empty()) os << "Overrides: `" << o << "`.\n\n";
   if (!rep.system_note.empty()) os << "System: " << rep.system_note << ".\n\n";
   if (!rep.accelerator) os << "Fidelity: " << rep.fidelity.note << ".\n\n";
   std::string total = total_line(rep);

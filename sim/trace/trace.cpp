@@ -715,7 +715,14 @@ Trace load_trace(const std::string& path) {
   return t;
 }
 
+static void apply_one_override(Trace& t, const std::string& key, const std::string& value);
+
 void apply_override(Trace& t, const std::string& key, const std::string& value) {
+  apply_one_override(t, key, value);
+  t.overrides.push_back(key + "=" + value);
+}
+
+static void apply_one_override(Trace& t, const std::string& key, const std::string& value) {
   const std::string where = "trace override '" + key + "=" + value + "'";
   if (key == "dtype") {
     const auto d = parse_dtype(value);

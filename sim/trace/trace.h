@@ -103,6 +103,7 @@ struct Trace {
   std::string description;
   double tokens = 0;  // tokens the workload produces or processes (LLM steps): joules per token
   std::vector<Op> ops;
+  std::vector<std::string> overrides;  // "key=value" of each --trace-set applied (reports record them)
 };
 
 // Loads .yaml/.yml (hand-written) or .jsonl (generated) traces; throws UserError naming file,

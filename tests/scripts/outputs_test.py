@@ -6,6 +6,7 @@ quotes keep their columns), and report.json has the same bytes from any working 
 """
 import csv
 import filecmp
+import json
 import os
 import subprocess
 import sys
@@ -46,6 +47,26 @@ class Outputs(unittest.TestCase):
         self.assertEqual({len(r) for r in rows}, {len(rows[0])})
         self.assertEqual(rows[1][0], 'run "a", first')
         self.assertEqual(rows[1][2], 'odd, "quoted" trace')
+
+    def test_overrides_are_recorded_and_shown(self):
+        a, b = os.path.join(self.tmp, "a"), os.path.join(self.tmp, "b")
+        xpusim("run", "-q", "-c", H100, "-t", self.trace, "-o", a, "--set", "sm.count=100", "--trace-set", "dtype=fp8")
+        xpusim("run", "-q", "-c", H100, "-t", self.trace, "-o", b)
+        with open(os.path.join(a, "report.json")) as f:
+            r = json.load(f)
+        self.assertEqual(r["config"]["set"], ["sm.count=100"])
+        self.assertEqual(r["trace"]["set"], ["dtype=fp8"])
+        with open(os.path.join(b, "report.json")) as f:
+            self.assertNotIn("set", json.load(f)["config"])
+        shown = "--set sm.count=100 --trace-set dtype=fp8"
+        for page in ("summary.md", "report.html"):
+            with open(os.path.join(a, page)) as f:
+                self.assertIn(shown, f.read(), page)
+        out = xpusim("compare", a, b, "-o", os.path.join(self.tmp, "cmp")).stdout
+        self.assertIn(f"overrides of a: {shown}", out)
+        with open(os.path.join(self.tmp, "cmp", "compare.csv"), newline="") as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual([x["overrides"] for x in rows], [shown, ""])
 
     def test_report_json_is_the_same_from_any_folder(self):
         outs = []
