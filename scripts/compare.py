@@ -12,13 +12,15 @@ shape, the trace's tokens), which is what a GPU needs to fill its SMs.
 
 --set KEY=VALUE passes a config override to every run (e.g. power.start=sustained, as benchmarks
 that repeat a kernel measure it). --published RUN=TFLOPS puts a published throughput beside a
-run, and the published ratio to the last run beside the simulated one (docs/validation.md,
+run, and the published ratio to the first run beside the simulated one (docs/validation.md,
 "Hopper against Blackwell").
 
-Writes OUT/compare.md and OUT/compare.csv, and each run's report under OUT/RUN/.
+The table is `xpusim compare`'s (one implementation: ratios to the first run, TOPS for integer
+formats, units with prefixes, where the energy goes): this script writes the runs' traces, runs
+them, and hands the run folders to it. Writes OUT/compare.md (with the published table, when
+given) and OUT/compare.csv, and each run's report under OUT/RUN/.
 Usage: scripts/compare.py [--trace T] [--batch N] [--set K=V ...] [--published RUN=TFLOPS ...] [--out DIR] [CONFIG:FORMAT ...]"""
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -29,7 +31,6 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_RUNS = ["h100-sxm:int8", "h100-sxm:fp8", "b200:fp4", "magnet-int4:int4"]
 MATRIX_KINDS = {"gemm", "conv2d", "attention"}
-CLASSES = ["math", "instruction_overhead", "onchip_memory", "offchip_memory", "interconnect", "static", "uncore"]  # uncore: power.idle_floor
 
 
 def rewrite(trace, fmt, accelerator, batch):
@@ -64,13 +65,6 @@ def run(xpusim, config, trace_file, out, sets=()):
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
     return json.load(open(os.path.join(out, "report.json")))
-
-
-def si(v, unit):
-    for scale, prefix in [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m"), (1e-6, "u"), (1e-9, "n")]:
-        if abs(v) >= scale:
-            return f"{v / scale:.3g} {prefix}{unit}"
-    return f"{v:.3g} {unit}"
 
 
 def main():
@@ -111,56 +105,38 @@ def main():
         with open(tfile, "w") as f:
             yaml.safe_dump(rewrite(trace, fmt, accelerator, args.batch), f, sort_keys=False)
         rep = run(args.xpusim, config, tfile, out, args.set)
-        m = rep["total"]
-        e = m.get("energy", {})
-        tokens = rep["trace"].get("tokens", 0) or trace.get("tokens", 0) * args.batch
-        row = {"run": label, "config": rep["config"]["name"], "format": fmt, "time_s": m["time_s"],
-               "tflops": m["tflops"], "bound": m["bound"], "energy_j": e.get("total_j", 0),
-               "power_w": e.get("average_power_w", 0), "tops_per_w": e.get("tops_per_w", 0),
-               "tops_per_w_on_chip": e.get("tops_per_w_on_chip", 0),
-               "tokens_per_s": tokens / m["time_s"] if tokens else 0,
-               "joules_per_token": e.get("joules_per_token", 0), "published_tflops": published.get(label, 0)}
-        total = e.get("total_j", 0) or 1
-        for c in CLASSES:
-            row[c + "_share"] = e.get("classes", {}).get(c, 0) / total
-        rows.append(row)
-        print(f"ran {label}: {si(row['time_s'], 's')}, {si(row['energy_j'], 'J')}", file=sys.stderr)
+        rows.append({"run": label, "out": out, "tflops": rep["total"]["tflops"], "published_tflops": published.get(label, 0)})
+        print(f"ran {label}: {rep['total']['time_s'] * 1e6:.4g} us", file=sys.stderr)
 
     unknown = set(published) - {r["run"] for r in rows}
     if unknown:
         sys.exit(f"--published names no run: {', '.join(sorted(unknown))} (runs: {', '.join(r['run'] for r in rows)})")
-    with open(os.path.join(args.out, "compare.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
-    base = rows[-1]
-    lines = [f"# {trace['name']}" + (f" x batch {args.batch}" if args.batch > 1 else ""), "",
-             "| run | time | TOPS | bound | energy | J/token | power | TOPS/W | TOPS/W on chip "
-             f"| time vs {base['run']} | TOPS/W vs {base['run']} |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['run']} | {si(r['time_s'], 's')} | {r['tflops']:.3g} | {r['bound']} | {si(r['energy_j'], 'J')} "
-                     f"| {si(r['joules_per_token'], 'J')} | {si(r['power_w'], 'W')} | {r['tops_per_w']:.3g} "
-                     f"| {r['tops_per_w_on_chip']:.3g} | {r['time_s'] / base['time_s']:.3g}x "
-                     f"| {r['tops_per_w'] / base['tops_per_w'] if base['tops_per_w'] else 0:.3g}x |")
+    # The side-by-side table, its CSV and the energy shares: xpusim compare's.
+    cmd = [args.xpusim, "compare", *[r["out"] for r in rows], "--out", args.out]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    with open(os.path.join(args.out, "compare.md")) as f:
+        table = f.read()
+    lines = [f"# {trace['name']}" + (f" x batch {args.batch}" if args.batch > 1 else ""), "", table.rstrip("\n")]
     if published:
+        base = rows[0]
         lines += ["", f"Against published throughput (ratios to {base['run']}):", "",
                   "| run | simulated TFLOP/s | published TFLOP/s | error | simulated ratio | published ratio |",
                   "|---|---|---|---|---|---|"]
         pb = base["published_tflops"]
-        for r in rows:
-            p = r["published_tflops"]
-            err = f"{100 * (r['tflops'] / p - 1):+.1f}%" if p else "-"
-            pr = f"{p / pb:.3g}x" if p and pb else "-"
-            lines.append(f"| {r['run']} | {r['tflops']:.4g} | {p:.4g} | {err} | {r['tflops'] / base['tflops']:.3g}x | {pr} |"
-                         if p else f"| {r['run']} | {r['tflops']:.4g} | - | - | {r['tflops'] / base['tflops']:.3g}x | - |")
-    lines += ["", "Where the energy goes (share of each run's joules):", "",
-              "| run | " + " | ".join(c.replace("_", " ") for c in CLASSES) + " |",
-              "|---|" + "---|" * len(CLASSES)]
-    for r in rows:
-        lines.append(f"| {r['run']} | " + " | ".join(f"{100 * r[c + '_share']:.1f}%" for c in CLASSES) + " |")
+        for row in rows:
+            p = row["published_tflops"]
+            sim_ratio = f"{row['tflops'] / base['tflops']:.3g}x"
+            if p:
+                err = f"{100 * (row['tflops'] / p - 1):+.1f}%"
+                pr = f"{p / pb:.3g}x" if pb else "-"
+                lines.append(f"| {row['run']} | {row['tflops']:.4g} | {p:.4g} | {err} | {sim_ratio} | {pr} |")
+            else:
+                lines.append(f"| {row['run']} | {row['tflops']:.4g} | - | - | {sim_ratio} | - |")
     text = "\n".join(lines) + "\n"
-    open(os.path.join(args.out, "compare.md"), "w").write(text)
+    with open(os.path.join(args.out, "compare.md"), "w") as f:
+        f.write(text)
     print(text)
 
 

@@ -2,9 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "sim/config/units.h"
@@ -19,7 +22,9 @@ namespace {
 struct Run {
   std::string label, chip, trace, bound;
   std::string overrides;  // "--set a=1 --trace-set dtype=fp8", as report.json records them
-  double time = 0, tflops = 0, energy = 0, topsw = 0, tokens = 0;
+  bool integer = false;   // most of its work in integer formats: throughput in TOPS
+  std::map<std::string, double> classes;  // energy by class, J
+  double time = 0, tflops = 0, energy = 0, topsw = 0, topsw_on_chip = 0, tokens = 0;
   int gpus = 1;
   bool has_energy = false;
 };
@@ -34,6 +39,14 @@ std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
   return b;
+}
+
+// `v` with an SI prefix, four significant digits at most: 665 TOPS, 1.515 MFLOP/s, 12.4 GOPS/W.
+std::string si(double v, const char* unit) {
+  static const char* kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  int i = 0;
+  while (i < 6 && std::abs(v) >= 1000) v /= 1000, ++i;
+  return fmt("%.4g ", v) + kPrefix[i] + unit;
 }
 
 }  // namespace
@@ -76,7 +89,18 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
       x.tflops = get(r, {"total", "tflops"});
       x.energy = get(r, {"total", "energy", "total_j"}, &x.has_energy);
       x.topsw = get(r, {"total", "energy", "tops_per_w"});
+      x.topsw_on_chip = get(r, {"total", "energy", "tops_per_w_on_chip"});
       x.tokens = get(r, {"trace", "tokens"});
+      double int_ops = 0, all_ops = 0;
+      if (const YAML::Node ops = r["ops"]; ops && ops.IsSequence())
+        for (const auto& op : ops) {
+          const double f = op["flops"] ? op["flops"].as<double>() : 0;
+          all_ops += f;
+          if (op["dtype"] && op["dtype"].Scalar().rfind("int", 0) == 0) int_ops += f;
+        }
+      x.integer = all_ops > 0 && int_ops > all_ops / 2;
+      if (const YAML::Node cl = find_path(r, {"total", "energy", "classes"}); cl && cl.IsMap())
+        for (const auto& kv : cl) x.classes[kv.first.Scalar()] = kv.second.as<double>();
       bool multi = false;
       const double g = get(r, {"system", "gpus"}, &multi);
       if (multi && g >= 1) x.gpus = static_cast<int>(g);
@@ -86,35 +110,70 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
     runs.push_back(x);
   }
   const Run& base = runs.front();
+  // Throughput and energy are each run's whole system's; per GPU divides by its GPUs. A run whose
+  // work is mostly in integer formats counts TOPS, the others TFLOP/s.
+  auto rate = [](const Run& x, double tera) { return si(tera * 1e12, x.integer ? "OPS" : "FLOP/s"); };
+  auto per_watt = [](const Run& x, double tera) { return si(tera * 1e12, x.integer ? "OPS/W" : "FLOPS/W"); };
+  auto ratio = [](double v) { return v >= 0.01 && v < 1000 ? fmt("%.2fx", v) : fmt("%.3gx", v); };
+  const std::vector<std::string> head = {"run", "chip", "trace", "GPUs", "time", "vs first", "throughput", "per GPU",
+                                         "tokens", "energy", "vs first", "per token", "power", "efficiency", "on chip", "bound"};
   std::vector<std::vector<std::string>> rows;
-  // TFLOP/s and energy are each run's whole system's; per GPU divides by its GPUs.
-  const std::vector<std::string> head = {"run", "chip", "trace", "GPUs", "time", "vs first", "TFLOP/s", "TFLOP/s per GPU",
-                                         "tokens/s", "energy", "vs first", "TOPS/W", "bound"};
   for (const Run& x : runs)
     rows.push_back({x.label, x.chip, x.trace, std::to_string(x.gpus), units::format(x.time, units::Dim::Time),
-                    fmt("%.2fx", base.time > 0 ? x.time / base.time : 0), fmt("%.1f", x.tflops), fmt("%.1f", x.tflops / x.gpus),
-                    x.tokens > 0 ? fmt("%.1f", x.tokens / x.time) : "-", x.has_energy ? fmt("%.4g J", x.energy) : "-",
-                    x.has_energy && base.has_energy && base.energy > 0 ? fmt("%.2fx", x.energy / base.energy) : "-",
-                    x.has_energy ? fmt("%.2f", x.topsw) : "-", x.bound});
+                    ratio(base.time > 0 ? x.time / base.time : 0), rate(x, x.tflops), rate(x, x.tflops / x.gpus),
+                    x.tokens > 0 ? si(x.tokens / x.time, "tok/s") : "-",
+                    x.has_energy ? units::format(x.energy, units::Dim::Energy) : "-",
+                    x.has_energy && base.has_energy && base.energy > 0 ? ratio(x.energy / base.energy) : "-",
+                    x.has_energy && x.tokens > 0 ? units::format(x.energy / x.tokens, units::Dim::Energy) : "-",
+                    x.has_energy ? units::format(x.energy / x.time, units::Dim::Power) : "-",
+                    x.has_energy ? per_watt(x, x.topsw) : "-", x.topsw_on_chip > 0 ? per_watt(x, x.topsw_on_chip) : "-", x.bound});
   Comparison c;
-  std::vector<size_t> width(head.size());
-  for (size_t j = 0; j < head.size(); ++j) {
-    width[j] = head[j].size();
-    for (const auto& r : rows) width[j] = std::max(width[j], r[j].size());
-  }
   std::ostringstream t, md, csv;
-  auto line = [&](const std::vector<std::string>& r) {
-    for (size_t j = 0; j < r.size(); ++j) t << r[j] << std::string(width[j] - r[j].size() + 2, ' ');
-    t << "\n";
+  auto table = [&](const std::vector<std::string>& h, const std::vector<std::vector<std::string>>& body) {
+    std::vector<size_t> width(h.size());
+    for (size_t j = 0; j < h.size(); ++j) {
+      width[j] = h[j].size();
+      for (const auto& r : body) width[j] = std::max(width[j], r[j].size());
+    }
+    auto line = [&](const std::vector<std::string>& r) {
+      for (size_t j = 0; j < r.size(); ++j) t << r[j] << std::string(width[j] - r[j].size() + 2, ' ');
+      t << "\n";
+      md << "|";
+      for (const auto& v : r) md << " " << v << " |";
+      md << "\n";
+    };
+    line(h);
     md << "|";
-    for (const auto& v : r) md << " " << v << " |";
+    for (size_t j = 0; j < h.size(); ++j) md << "---|";
     md << "\n";
+    for (const auto& r : body) line(r);
   };
-  line(head);
-  md << "|";
-  for (size_t j = 0; j < head.size(); ++j) md << "---|";
-  md << "\n";
-  for (const auto& r : rows) line(r);
+  table(head, rows);
+  // Where each run's energy goes, as shares of its joules.
+  static const std::vector<std::string> kClasses = {"math", "instruction_overhead", "onchip_memory", "offchip_memory",
+                                                     "interconnect", "static", "uncore"};
+  bool any_energy = false;
+  for (const Run& x : runs) any_energy = any_energy || x.has_energy;
+  if (any_energy) {
+    std::vector<std::string> h = {"run"};
+    for (const std::string& k : kClasses) {
+      std::string name = k;
+      std::replace(name.begin(), name.end(), '_', ' ');
+      h.push_back(name);
+    }
+    std::vector<std::vector<std::string>> shares;
+    for (const Run& x : runs) {
+      std::vector<std::string> r = {x.label};
+      for (const std::string& k : kClasses) {
+        const auto it = x.classes.find(k);
+        r.push_back(!x.has_energy || x.energy <= 0 || it == x.classes.end() ? "-" : fmt("%.1f%%", 100 * it->second / x.energy));
+      }
+      shares.push_back(r);
+    }
+    t << "\nwhere the energy goes (share of each run's joules):\n";
+    md << "\nWhere the energy goes (share of each run's joules):\n\n";
+    table(h, shares);
+  }
   bool any_overrides = false;
   for (const Run& x : runs)
     if (!x.overrides.empty()) {
@@ -124,13 +183,24 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
       md << "- " << x.label << ": `" << x.overrides << "`\n";
     }
   t << "ratios are to the first run (" << base.label << "): time below 1.00x is faster, energy below 1.00x is less\n";
-  csv << "run,chip,trace,gpus,time_s,time_ratio,tflops,tflops_per_gpu,tokens_per_s,energy_j,energy_ratio,tops_per_w,bound,"
-         "overrides\n";
-  for (const Run& x : runs)
-    csv << io::csv_field(x.label) << "," << io::csv_field(x.chip) << "," << io::csv_field(x.trace) << "," << x.gpus << "," << x.time << ","
-        << (base.time > 0 ? x.time / base.time : 0) << "," << x.tflops << "," << x.tflops / x.gpus
-        << "," << (x.tokens > 0 ? x.tokens / x.time : 0) << "," << (x.has_energy ? x.energy : 0) << ","
-        << (x.has_energy && base.energy > 0 ? x.energy / base.energy : 0) << "," << x.topsw << "," << io::csv_quoted(x.bound) << "," << io::csv_field(x.overrides) << "\n";
+  md << "\nRatios are to the first run (" << base.label << ").\n";
+  csv << "run,chip,trace,gpus,time_s,time_ratio,tflops,tflops_per_gpu,ops_unit,tokens_per_s,energy_j,energy_ratio,"
+         "joules_per_token,power_w,tops_per_w,tops_per_w_on_chip,bound";
+  for (const std::string& k : kClasses) csv << "," << k << "_share";
+  csv << ",overrides\n";
+  for (const Run& x : runs) {
+    csv << io::csv_field(x.label) << "," << io::csv_field(x.chip) << "," << io::csv_field(x.trace) << "," << x.gpus << ","
+        << x.time << "," << (base.time > 0 ? x.time / base.time : 0) << "," << x.tflops << "," << x.tflops / x.gpus << ","
+        << (x.integer ? "TOPS" : "TFLOP/s") << "," << (x.tokens > 0 ? x.tokens / x.time : 0) << ","
+        << (x.has_energy ? x.energy : 0) << "," << (x.has_energy && base.energy > 0 ? x.energy / base.energy : 0) << ","
+        << (x.has_energy && x.tokens > 0 ? x.energy / x.tokens : 0) << "," << (x.has_energy ? x.energy / x.time : 0) << ","
+        << x.topsw << "," << x.topsw_on_chip << "," << io::csv_quoted(x.bound);
+    for (const std::string& k : kClasses) {
+      const auto it = x.classes.find(k);
+      csv << "," << (x.has_energy && x.energy > 0 && it != x.classes.end() ? it->second / x.energy : 0);
+    }
+    csv << "," << io::csv_field(x.overrides) << "\n";
+  }
   c.text = t.str();
   c.markdown = md.str();
   c.csv = csv.str();
