@@ -1,30 +1,17 @@
 #include "sim/report/json_writer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdio>
 
 namespace xpusim::report {
 
+// Strings go through nlohmann-json (quotes, backslashes and control characters escaped as RFC
+// 8259 asks; text that is not UTF-8, which the loaders refuse, is replaced rather than written
+// raw). Numbers keep this writer's ten significant digits, so reports stay byte-stable.
 std::string JsonWriter::escape(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string JsonWriter::number(double d) {

@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "helpers.h"
 #include "sim/config/yaml_util.h"
 #include "sim/io/json_strict.h"
+#include "sim/report/json_writer.h"
 #include "sim/trace/trace.h"
 
 using namespace xpusim;
@@ -212,4 +215,22 @@ TEST_CASE("traces are UTF-8: names in any script load, invalid bytes are refused
   for (const std::string bad : {"\xfc", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82"})
     CHECK_THAT(trace_error(kHead + "  - {name: \"ab" + bad + "\", kind: gemm, m: 8, n: 8, k: 8}\n"),
                Catch::Contains(":4:15: not UTF-8 text (byte 0x"));
+}
+
+TEST_CASE("report strings are written as JSON a strict reader reads back unchanged", "[json]") {
+  // JsonWriter escapes through nlohmann-json: whatever a name holds, report.json stays JSON.
+  const std::vector<std::string> names = {"plain", "a \"quoted\" name", "back\\slash", "tab\tnew\nline\r",
+                                          std::string("bell\x07 and \x1f"), "caf\xc3\xa9 \xe2\x9c\x93", "</script>"};
+  for (const std::string& s : names) {
+    report::JsonWriter w;
+    w.begin_object().field("name", s).field("x", 0.1).end_object();
+    const std::string text = w.str();
+    INFO(text);
+    CHECK(error_of([&] { io::check_strict_json(text, "w.json", 1); }).empty());
+    CHECK(nlohmann::json::parse(text)["name"].get<std::string>() == s);
+  }
+  // Text that is not UTF-8 (the loaders refuse it) is replaced, never written raw.
+  report::JsonWriter w;
+  w.begin_object().field("name", std::string("bad \xff byte")).end_object();
+  CHECK(error_of([&] { io::check_strict_json(w.str(), "w.json", 1); }).empty());
 }
