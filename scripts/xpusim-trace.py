@@ -38,6 +38,7 @@ tensor cores take as it is). Norms, activations and residual adds run in --activ
 attention and the KV cache in --kv.
 """
 import argparse
+import json
 import math
 import sys
 
@@ -66,6 +67,13 @@ class _Dumper(yaml.SafeDumper):
 
 def dump(trace):
     return yaml.dump(trace, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=120)
+
+
+def dump_jsonl(trace):
+    """The trace as JSON Lines (docs/trace-format.md): the header on the first line, then one op
+    or repeat block per line."""
+    header = {k: v for k, v in trace.items() if k != "ops"}
+    return "".join(json.dumps(x) + "\n" for x in [header] + trace["ops"])
 
 
 def fail(msg):
@@ -486,7 +494,8 @@ def main():
     ap.add_argument("--pp", type=int, default=1, help="pipeline stages, prefill and decode (default 1)")
     ap.add_argument("--dp", type=int, default=1, help="data-parallel replicas, train (default 1)")
     ap.add_argument("--microbatches", type=int, default=1, help="with --pp: microbatches the batch is split into")
-    ap.add_argument("-o", "--out", default="-", help="output file (default standard output)")
+    ap.add_argument("-o", "--out", default="-", help="output file, YAML or, if it ends in .jsonl, JSON Lines "
+                    "(default: YAML on standard output)")
     a = ap.parse_args()
     a.kv = a.kv or a.activations
     a.math = a.math or ("fp4" if a.weights in BLOCK_SCALED else a.weights)
@@ -540,7 +549,7 @@ def main():
         fail(f"{a.model}: an encoder has no decode phase")
     else:
         trace = build(c, a)
-    text = dump(trace)
+    text = dump_jsonl(trace) if a.out.endswith(".jsonl") else dump(trace)
     if a.out == "-":
         sys.stdout.write(text)
     else:

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""The JSON Schemas in docs/schemas/ hold for what xpusim reads and writes: every shipped trace
+(YAML read as JSON) and a generated JSON Lines trace line by line against trace.schema.json; the
+report.json of runs on a GPU, a multi-GPU system and the accelerator against report.schema.json;
+every row of a sweep's results.jsonl (points that ran and points that failed) against
+results-row.schema.json. Each schema also refuses a document with a defect, so that it checks
+something. Uses python3-jsonschema (Debian), which scripts/install-deps.sh installs.
+
+  tests/scripts/schema_test.py build/xpusim
+"""
+import copy
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import yaml
+
+try:
+    import jsonschema
+except ImportError:
+    sys.exit("schema_test: python3-jsonschema is not installed (scripts/install-deps.sh installs it)")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+XPUSIM = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.join(ROOT, "build", "xpusim")
+ENV = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
+
+
+def validator(name):
+    with open(os.path.join(ROOT, "docs", "schemas", name)) as f:
+        schema = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def problems(v, doc):
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}" for e in v.iter_errors(doc)]
+
+
+def xpusim(*args):
+    return subprocess.run([XPUSIM, *args], env=ENV, capture_output=True, text=True, timeout=600)
+
+
+class Schemas(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+
+    def test_every_shipped_trace_and_a_generated_jsonl_trace(self):
+        v = validator("trace.schema.json")
+        files = sorted(glob.glob(os.path.join(ROOT, "traces", "**", "*.yaml"), recursive=True))
+        self.assertGreater(len(files), 20)
+        for f in files:
+            with open(f) as fh:
+                doc = yaml.safe_load(fh)
+            self.assertEqual(problems(v, doc), [], f)
+        jsonl = os.path.join(self.tmp, "gen.jsonl")
+        subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "xpusim-trace.py"),
+                        os.path.join(ROOT, "configs", "models", "llama-3-8b.yaml"), "--phase", "decode", "--batch", "8",
+                        "--layers", "2", "--tp", "2", "-o", jsonl], check=True, capture_output=True)
+        part = {"$schema": v.schema["$schema"], "$defs": v.schema["$defs"]}  # one definition of the schema as its root
+        header = jsonschema.Draft202012Validator({**part, "$ref": "#/$defs/header"})
+        entry = jsonschema.Draft202012Validator({**part, "$ref": "#/$defs/entry"})
+        with open(jsonl) as fh:
+            lines = [json.loads(line) for line in fh if line.strip()]
+        self.assertGreaterEqual(len(lines), 3)  # the header, the layers as a repeat block, the rest
+        self.assertEqual(xpusim("check", "-c", os.path.join(ROOT, "configs", "systems", "dgx-h100.yaml"), "-t", jsonl).returncode, 0)
+        self.assertEqual(problems(header, lines[0]), [])
+        for i, op in enumerate(lines[1:], 2):
+            self.assertEqual(problems(entry, op), [], f"line {i}")
+        # The schema refuses what the loader refuses.
+        bad = {"xpusim_trace": 1, "ops": [{"name": "g", "kind": "gemm", "m": 64, "n": 64, "kk": 64}]}
+        self.assertNotEqual(problems(v, bad), [])
+        bad = {"xpusim_trace": 1, "ops": [{"name": "g", "kind": "gemm", "m": "64", "n": 64, "k": 64}]}
+        self.assertNotEqual(problems(v, bad), [])
+        self.assertEqual(xpusim("check", "-t", os.path.join(ROOT, "tests", "data", "bad", "trace-unknown-key.yaml")).returncode, 1)
+
+    def test_reports_of_a_gpu_a_system_and_the_accelerator(self):
+        v = validator("report.schema.json")
+        runs = [("h100-sxm.yaml", "traces/examples/transformer-block.yaml", []),
+                ("systems/dgx-h100.yaml", "traces/microbench/nccl-sweep.yaml", []),
+                ("magnet-int4.yaml", "traces/examples/bert-base-layer.yaml", []),
+                ("h100-sxm.yaml", "traces/gemm/bf16-4096.yaml", ["--set", "power.mode=fixed_clock", "--trace-set", "dtype=fp8"])]
+        for i, (cfg, trace, extra) in enumerate(runs):
+            out = os.path.join(self.tmp, f"run{i}")
+            r = xpusim("run", "-q", "-c", os.path.join(ROOT, "configs", cfg), "-t", os.path.join(ROOT, trace), "-o", out, *extra)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "report.json")) as f:
+                rep = json.load(f)
+            self.assertEqual(problems(v, rep), [], cfg)
+        broken = copy.deepcopy(rep)
+        del broken["total"]["time_s"]
+        broken["surprise"] = 1
+        self.assertEqual(len(problems(v, broken)), 2)
+
+    def test_sweep_rows_that_ran_and_that_failed(self):
+        v = validator("results-row.schema.json")
+        spec = os.path.join(self.tmp, "sweep.yaml")
+        with open(spec, "w") as f:
+            f.write(f"xpusim_sweep: 1\nname: schema\nconfigs: [{ROOT}/configs/h100-sxm.yaml]\n"
+                    f"traces: [{ROOT}/tests/data/gemm-2k.yaml]\naxes:\n  sm.count: [66, 132]\n"
+                    "  trace.dtype: [bf16, fp4]   # fp4: the H100 has none, so those points fail\n")
+        out = os.path.join(self.tmp, "sweep")
+        xpusim("sweep", spec, "-o", out, "-q")
+        with open(os.path.join(out, "results.jsonl")) as f:
+            rows = [json.loads(line) for line in f]
+        self.assertEqual(sorted(r["status"] for r in rows), ["failed", "failed", "ok", "ok"])
+        for row in rows:
+            self.assertEqual(problems(v, row), [], row["id"])
+        self.assertNotEqual(problems(v, {**rows[0], "status": "maybe"}), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
