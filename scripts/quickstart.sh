@@ -6,3 +6,7 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 ./scripts/build.sh -DXPUSIM_BUILD_TESTS=OFF
 build/xpusim run --config configs/h100-sxm.yaml --trace traces/gemm/bf16-8192.yaml
+if [ -d build/python/xpusim ]; then
+  echo
+  echo "Python API (docs/python.md): export PYTHONPATH=$PWD/build/python, then import xpusim"
+fi

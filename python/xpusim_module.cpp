@@ -1,0 +1,70 @@
+// The Python module's native part (`xpusim._xpusim`): loads a config and a trace as the CLI does
+// and simulates in a forked child (SystemC elaborates once per process), returning report.json's
+// text. A UserError becomes xpusim.Error, carrying the same file:line:column: key message.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <systemc>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "sim/config/config_loader.h"
+#include "sim/config/limits.h"
+#include "sim/engine/simulate.h"
+#include "sim/error.h"
+#include "sim/trace/trace.h"
+
+namespace py = pybind11;
+using namespace xpusim;
+
+namespace {
+
+trace::Trace load_trace(const std::string& path, const std::vector<std::string>& trace_set) {
+  trace::Trace t = trace::load_trace(path);
+  for (const std::string& x : trace_set) {
+    const size_t eq = x.find('=');
+    if (eq == std::string::npos || eq == 0) throw UserError("trace_set '" + x + "': expected key=value, e.g. dtype=fp8");
+    trace::apply_override(t, x.substr(0, eq), x.substr(eq + 1));
+  }
+  return t;
+}
+
+std::string run(const std::string& config, const std::string& trace, const std::vector<std::string>& set,
+                const std::vector<std::string>& trace_set, const std::string& fidelity, double tolerance) {
+  engine::SimOptions opt;
+  if (fidelity == "fast") opt.fidelity = engine::Fidelity::fast;
+  else if (fidelity != "exact") throw UserError("fidelity must be 'fast' or 'exact', got '" + fidelity + "'");
+  if (!(tolerance > 0 && tolerance <= 0.5)) throw UserError("tolerance must be above 0 and at most 0.5");
+  opt.tolerance = tolerance;
+  for (const std::string& s : set)
+    if (s.find('=') == std::string::npos || s.find('=') == 0) throw UserError("set '" + s + "': expected key.path=value");
+  const config::LoadedConfig cfg = config::load_config(config, set);
+  const trace::Trace t = load_trace(trace, trace_set);
+  py::gil_scoped_release unlocked;  // the child simulates; other Python threads may run meanwhile
+  return engine::simulate_isolated(cfg, t, opt);
+}
+
+void check(const std::string& config, const std::string& trace, const std::vector<std::string>& set,
+           const std::vector<std::string>& trace_set) {
+  std::optional<config::LoadedConfig> cfg;
+  if (!config.empty()) cfg = config::load_config(config, set);
+  if (!trace.empty()) {
+    const trace::Trace t = load_trace(trace, trace_set);
+    if (cfg) engine::lower_all(*cfg, t);
+  }
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_xpusim, m) {
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);  // "simulation stopped by user"
+  m.doc() = "xpusim's native part; use the xpusim package";
+  py::register_exception<UserError>(m, "Error", PyExc_ValueError);
+  m.def("run", &run, py::arg("config"), py::arg("trace"), py::arg("set"), py::arg("trace_set"), py::arg("fidelity"),
+        py::arg("tolerance"), "Simulates; returns report.json's text");
+  m.def("check", &check, py::arg("config"), py::arg("trace"), py::arg("set"), py::arg("trace_set"),
+        "Loads and checks a config and/or a trace (with both, that every op lowers onto the chip)");
+}
