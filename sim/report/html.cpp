@@ -55,6 +55,7 @@ struct Series {
   std::vector<double> x, y;
   std::vector<std::string> tips;
   bool line = false, points = true, dashed = false;
+  std::vector<std::string> labels;  // written beside each point, where given (the Pareto front's)
 };
 
 // One axis: linear or log, mapping data to pixels, with ticks.
@@ -105,7 +106,11 @@ struct XY {
 };
 
 std::string render(const XY& c) {
-  const double W = 640, H = 380, L = 70, R = 170, T = 36, B = 52;
+  // Tall enough for the legend (16 px an entry) when there are many series.
+  size_t named = 0;
+  for (const Series& s : c.series) named += !s.name.empty();
+  const double W = 640, L = 70, R = 170, T = 36, B = 52;
+  const double H = std::max(380.0, T + 6 + 16 * static_cast<double>(named) + 10);
   Scale x{0, 1, c.xlog, L, W - R}, y{0, 1, c.ylog, H - B, T};
   std::vector<double> xs, ys;
   for (const Series& s : c.series) xs.insert(xs.end(), s.x.begin(), s.x.end()), ys.insert(ys.end(), s.y.begin(), s.y.end());
@@ -127,7 +132,9 @@ std::string render(const XY& c) {
       << "<text x=\"" << L - 6 << "\" y=\"" << py + 4 << "\" class=\"tick\" text-anchor=\"end\">" << num(v) << "</text>\n";
   }
   if (!c.categories.empty()) {
-    for (size_t i = 0; i < c.categories.size(); ++i) {
+    // At most about eight labels under the axis, so that they do not run into each other.
+    const size_t every = (c.categories.size() + 7) / 8;
+    for (size_t i = 0; i < c.categories.size(); i += every) {
       const double px = x.map(static_cast<double>(i));
       o << "<text x=\"" << px << "\" y=\"" << H - B + 16 << "\" class=\"tick\" text-anchor=\"middle\">" << esc(c.categories[i]) << "</text>\n";
     }
@@ -146,6 +153,7 @@ std::string render(const XY& c) {
     return std::isfinite(vx) && std::isfinite(vy) && (!c.xlog || vx > 0) && (!c.ylog || vy > 0);
   };
   double ly = T + 6;
+  std::vector<std::pair<double, double>> written;  // point labels so far: one that would overlap one is left out
   for (const Series& s : c.series) {
     if (s.line) {
       o << "<polyline fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6 4\"" : "")
@@ -160,10 +168,23 @@ std::string render(const XY& c) {
         o << "<circle cx=\"" << x.map(s.x[i]) << "\" cy=\"" << y.map(s.y[i]) << "\" r=\"4\" fill=\"" << s.color << "\" class=\"pt\">";
         if (i < s.tips.size()) o << "<title>" << esc(s.tips[i]) << "</title>";
         o << "</circle>\n";
+        if (i < s.labels.size() && !s.labels[i].empty()) {
+          const double lx = x.map(s.x[i]) + 6, lyy = y.map(s.y[i]) - 6;
+          const bool clear = std::none_of(written.begin(), written.end(), [&](const auto& w) {
+            return std::abs(w.second - lyy) < 12 && std::abs(w.first - lx) < 6.0 * static_cast<double>(s.labels[i].size());
+          });
+          if (clear) {
+            o << "<text x=\"" << lx << "\" y=\"" << lyy << "\" class=\"pt-label\">" << esc(s.labels[i]) << "</text>\n";
+            written.emplace_back(lx, lyy);
+          }
+        }
       }
     if (!s.name.empty()) {
+      // A long name is cut to the legend's width; its whole text is the entry's tooltip.
+      const std::string shown = s.name.size() > 24 ? s.name.substr(0, 23) + "\u2026" : s.name;
       o << "<rect x=\"" << W - R + 12 << "\" y=\"" << ly << "\" width=\"10\" height=\"10\" fill=\"" << s.color << "\"/>"
-        << "<text x=\"" << W - R + 26 << "\" y=\"" << ly + 9 << "\" class=\"legend\">" << esc(s.name.substr(0, 24)) << "</text>\n";
+        << "<text x=\"" << W - R + 26 << "\" y=\"" << ly + 9 << "\" class=\"legend\"><title>" << esc(s.name) << "</title>"
+        << esc(shown) << "</text>\n";
       ly += 16;
     }
   }
@@ -226,7 +247,7 @@ const char* kStyle =
     "h1{font-size:22px}h2{font-size:17px;margin-top:28px}"
     ".charts{display:flex;flex-wrap:wrap;gap:18px}.chart{background:#fff;border:1px solid #ddd}"
     ".title{font-size:14px;font-weight:600}.tick{font-size:11px;fill:#444}.label{font-size:12px;fill:#222}"
-    ".legend{font-size:11px}.grid{stroke:#eee}.frame{fill:none;stroke:#999}"
+    ".legend{font-size:11px}.pt-label{font-size:10px;fill:#555}.grid{stroke:#eee}.frame{fill:none;stroke:#999}"
     "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}"
     "th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.muted{color:#666}";
 
@@ -344,9 +365,9 @@ std::string run_html(const Report& rep) {
       const double dt = s.end_s - s.start_s;
       tsum[i] += dt, p[i] += s.power_w * dt, avg[i] += s.filtered_w * dt, clk[i] += s.clock_hz * dt;
     }
-    Series pw{"chip power", "#e15759", {}, {}, {}, true, false, false};
-    Series av{"average (the limit's)", "#4e79a7", {}, {}, {}, true, false, false};
-    Series ck{"SM clock", "#59a14f", {}, {}, {}, true, false, false};
+    Series pw{"chip power", "#e15759", {}, {}, {}, true, false, false, {}};
+    Series av{"average (the limit's)", "#4e79a7", {}, {}, {}, true, false, false, {}};
+    Series ck{"SM clock", "#59a14f", {}, {}, {}, true, false, false, {}};
     for (size_t i = 0; i < bins; ++i) {
       if (tsum[i] <= 0) continue;
       for (double edge : {0.0, 1.0}) {
@@ -361,7 +382,7 @@ std::string run_html(const Report& rep) {
     pc.title = "Chip power over time (limit " + num(rep.power.limit_w) + " W)";
     pc.xlabel = "time (ms)";
     pc.ylabel = "W";
-    Series lim{"limit", "#333", {0, end * 1e3}, {rep.power.limit_w, rep.power.limit_w}, {}, true, false, true};
+    Series lim{"limit", "#333", {0, end * 1e3}, {rep.power.limit_w, rep.power.limit_w}, {}, true, false, true, {}};
     pc.series = {pw, av, lim};
     b << render(pc);
     XY cc;
@@ -369,7 +390,7 @@ std::string run_html(const Report& rep) {
     cc.title = "SM clock the governor chose";
     cc.xlabel = "time (ms)";
     cc.ylabel = "MHz";
-    Series boost{"boost clock", "#333", {0, end * 1e3}, {rep.power.boost_clock_hz / 1e6, rep.power.boost_clock_hz / 1e6}, {}, true, false, true};
+    Series boost{"boost clock", "#333", {0, end * 1e3}, {rep.power.boost_clock_hz / 1e6, rep.power.boost_clock_hz / 1e6}, {}, true, false, true, {}};
     cc.series = {ck, boost};
     b << render(cc);
   }
@@ -490,7 +511,27 @@ std::string sweep_html(const std::string& name, const std::string& description, 
       ch.xlabel = axis;
       ch.ylabel = m.label;
       if (!numeric) ch.categories = values;
+      // Axes whose values span two decades or more are drawn on log scales.
+      auto decades = [](const std::vector<double>& v, double ratio) {
+        if (v.empty()) return false;
+        const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+        return *lo > 0 && *hi / *lo >= ratio;
+      };
+      if (numeric) {
+        std::vector<double> xs;
+        for (const std::string& v : values) xs.push_back(std::stod(v));
+        ch.xlog = decades(xs, 100);
+      }
+      std::vector<double> ys;
+      for (const auto* r : ok) {
+        bool ok_num = false;
+        const double yv = to_number(cell(*r, c_y), ok_num);
+        if (cell(*r, c_trace) == tr && ok_num) ys.push_back(yv * m.scale);
+      }
+      ch.ylog = decades(ys, 100);
+      if (ch.ylog) ch.y_from_zero = false;
       std::map<std::string, Series> lines;
+      std::vector<std::string> line_order;  // keys as the points first give them: the spec's order
       for (const auto* r : ok) {
         if (cell(*r, c_trace) != tr) continue;
         std::string key = several_configs ? short_name(cell(*r, c_config)) : "";
@@ -499,6 +540,7 @@ std::string sweep_html(const std::string& name, const std::string& description, 
         bool ok_num = false;
         const double yv = to_number(cell(*r, c_y), ok_num) * m.scale;
         if (!ok_num) continue;  // a figure the point does not have (no second token: no time per token)
+        if (!lines.count(key)) line_order.push_back(key);
         Series& s = lines[key];
         s.name = key.empty() ? axis : key;
         s.line = true;
@@ -509,8 +551,8 @@ std::string sweep_html(const std::string& name, const std::string& description, 
         s.tips.push_back(axis + "=" + cell(*r, ca) + (key.empty() ? "" : ", " + key) + ": " + num(yv) + " " + unit_of(m));
       }
       size_t i = 0;
-      for (auto& entry : lines) {
-        const Series& s = entry.second;  // a structured binding cannot be captured in C++17
+      for (const std::string& k : line_order) {
+        const Series& s = lines.at(k);
         std::vector<size_t> order(s.x.size());
         for (size_t k = 0; k < order.size(); ++k) order[k] = k;
         std::sort(order.begin(), order.end(), [&](size_t a, size_t c) { return s.x[a] < s.x[c]; });
@@ -533,6 +575,7 @@ std::string sweep_html(const std::string& name, const std::string& description, 
     all.name = "points";
     all.color = "#4e79a7";
     std::vector<std::pair<double, double>> pts;
+    std::vector<std::string> labels;  // each point's axis values, short
     for (const auto* r : ok) {
       if (cell(*r, c_trace) != tr) continue;
       bool a = false, e = false;
@@ -544,11 +587,20 @@ std::string sweep_html(const std::string& name, const std::string& description, 
       for (const std::string& ax : axes) tip += ", " + ax + "=" + cell(*r, col(ax));
       all.tips.push_back(tip + ": " + num(x) + " " + unit_of(charts.pareto_x) + ", " + num(y) + " " + unit_of(charts.pareto_y));
       pts.emplace_back(x, y);
+      std::string label;
+      for (const std::string& ax : axes) label += (label.empty() ? "" : " ") + cell(*r, col(ax));
+      labels.push_back(several_configs ? short_name(cell(*r, c_config)) + (label.empty() ? "" : " " + label) : label);
     }
-    std::sort(pts.begin(), pts.end());
+    std::vector<size_t> by_x(pts.size());
+    for (size_t k = 0; k < by_x.size(); ++k) by_x[k] = k;
+    std::sort(by_x.begin(), by_x.end(), [&](size_t a, size_t c) { return pts[a] < pts[c]; });
     double best = std::numeric_limits<double>::infinity();
-    for (const auto& [x, y] : pts)
-      if (y < best) front.x.push_back(x), front.y.push_back(y), best = y;
+    for (size_t k : by_x)
+      if (pts[k].second < best) {
+        front.x.push_back(pts[k].first), front.y.push_back(pts[k].second), best = pts[k].second;
+        front.labels.push_back(labels[k]);  // the front's points say which settings they are
+        front.tips.push_back(all.tips[k]);
+      }
     front.name = "Pareto front";
     front.color = "#e15759";
     front.line = true;  // and its points, drawn over the others

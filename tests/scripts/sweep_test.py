@@ -8,6 +8,7 @@ results, resume and MPI behaviour.
 Run by ctest (scripts.sweep) with the binary as the first argument."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -186,6 +187,30 @@ class Sweep(unittest.TestCase):
                                stderr=subprocess.PIPE, timeout=120)
             self.assertTrue(os.path.exists(png), r.stderr)
             self.assertGreater(os.path.getsize(png), 20000, "a near-empty screenshot")
+
+    def test_sweep_charts_read_right(self):
+        # An axis over two decades is drawn on a log scale; lines come in the spec's order; every
+        # legend fits its chart; the Pareto front's points are labelled; many categories are thinned.
+        spec = os.path.join(self.tmp, "charts.yaml")
+        values = ", ".join(f"{w} W" for w in range(300, 2700, 100))  # 24 power limits: a tall legend
+        with open(spec, "w") as f:
+            f.write(f"xpusim_sweep: 1\nname: charts\nconfigs: [{ROOT}/configs/h100-sxm.yaml]\n"
+                    f"traces: [{ROOT}/tests/data/gemm-2k.yaml]\naxes:\n  sm.count: [1, 16, 132]\n  power.limit: [{values}]\n")
+        out = os.path.join(self.tmp, "charts")
+        sweep(spec, "-o", out, "-j", "2", "--fidelity", "fast")
+        html = read(os.path.join(out, "sweep.html"))
+        for svg in re.findall(r'<svg id="[^"]+".*?</svg>', html, re.S):
+            height = float(re.search(r'height="([0-9.]+)"', svg).group(1))
+            entries = len(re.findall(r'class="legend"', svg))
+            self.assertLessEqual(36 + 6 + 16 * entries + 10, height + 0.5, svg[:60])
+        sm = re.search(r'<svg id="axis-sm.count-gemm-2k".*?</svg>', html, re.S).group(0)
+        ticks = re.findall(r'class="tick" text-anchor="middle">([^<]+)<', sm)
+        self.assertEqual(ticks, ["1", "10", "100", "1000"])  # decades: a log axis
+        legend = re.findall(r'class="legend"><title>([^<]+)</title>', sm)
+        self.assertEqual(legend, [f"power.limit={w} W" for w in range(300, 2700, 100)])  # the spec's order, not text order
+        limits = re.search(r'<svg id="axis-power.limit-gemm-2k".*?</svg>', html, re.S).group(0)
+        self.assertLessEqual(len(re.findall(r'class="tick" text-anchor="middle">', limits)), 8)
+        self.assertIn('class="pt-label"', html)
 
     def test_timeline_is_valid_trace_events_with_counters(self):
         point = os.path.join(self.full, "points", sorted(os.listdir(os.path.join(self.full, "points")))[0])
