@@ -38,8 +38,6 @@ std::string run(const std::string& config, const std::string& trace, const std::
   else if (fidelity != "exact") throw UserError("fidelity must be 'fast' or 'exact', got '" + fidelity + "'");
   if (!(tolerance > 0 && tolerance <= 0.5)) throw UserError("tolerance must be above 0 and at most 0.5");
   opt.tolerance = tolerance;
-  for (const std::string& s : set)
-    if (s.find('=') == std::string::npos || s.find('=') == 0) throw UserError("set '" + s + "': expected key.path=value");
   const config::LoadedConfig cfg = config::load_config(config, set);
   const trace::Trace t = load_trace(trace, trace_set);
   py::gil_scoped_release unlocked;  // the child simulates; other Python threads may run meanwhile
