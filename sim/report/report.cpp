@@ -83,6 +83,7 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
   rep.hbm_peak = rep.hbm_sustained = cfg.chip.accel.dram.bandwidth;
   rep.tensor_peak_tflops = {{"int4", 2.0 * a.macs_per_cycle(4) * a.clock_hz / 1e12},
                             {"int8", 2.0 * a.macs_per_cycle(8) * a.clock_hz / 1e12}};
+  rep.sfu_peak_tops = a.sfu_lanes * a.clock_hz / 1e12;
   const energy::Table* table = cfg.energy_table.get();
   if (table) {
     rep.energy_table = table_as_named(cfg);
@@ -120,6 +121,7 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
     const double tt = m.time_s > 0 ? m.time_s : 1e-30;
     m.tflops = m.flops / tt / 1e12;
     m.peak_tflops = x.macs > 0 ? 2.0 * a.macs_per_cycle(x.bits) * a.clock_hz / 1e12 : 0;
+    if (x.macs > 0) o.roof = "int" + std::to_string(x.bits) + " MAC array";
     m.fraction_of_peak = m.peak_tflops > 0 ? m.tflops / m.peak_tflops : 0;
     m.min_bytes = op.min_bytes();
     m.tensor_util = x.mac_cycles / clk / tt;
@@ -219,6 +221,7 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
   rep.hbm_sustained = g.hbm.refresh_bound_bandwidth();
   rep.l2_peak = g.l2.bandwidth;
   rep.fp32_peak_tflops = 2.0 * g.sm.count * g.sm.fp32_lanes * g.sm.clock_hz / 1e12;
+  rep.sfu_peak_tops = static_cast<double>(g.sm.count) * g.sm.sfu_lanes * g.sm.clock_hz / 1e12;
   auto tensor_peak = [&](Dtype d, bool sparse) {
     const double rate = g.tensor_core.per_sm * g.tensor_core.macs_per_clock.of(d) * (sparse ? 2 : 1);
     return 2.0 * g.sm.count * rate * g.sm.clock_hz / 1e12;
@@ -311,6 +314,9 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     const double peak = res.lowered.uses_tensor_cores ? tensor_peak(op.dtype, op.sparse_2_4)
                         : simt_gemm                   ? lower::simt_gemm_peak_tflops(g, op.dtype)
                                                       : rep.fp32_peak_tflops;
+    o.roof = res.lowered.uses_tensor_cores ? o.dtype + (op.sparse_2_4 ? " 2:4 sparse" : "") + " tensor cores"
+             : simt_gemm                   ? "SIMT " + o.dtype
+                                           : "SIMT fp32";
     const double capacity = static_cast<double>(g.sm.count) * std::max(1, res.lowered.ctas_per_sm);
     // A kernel's time runs from its launch to its completion: its grid's start and end costs
     // (kernels.kernel_start, kernel_end) with its CTAs' work between, as a profiler times it.

@@ -66,6 +66,7 @@ struct Scope {
 struct OpReport {
   std::string name, kind, dtype, out_dtype, shape, lowering;
   std::string weight_dtype;  // weight-only quantisation: the weights' format (empty: dtype)
+  std::string roof;          // the unit and format its peak_tflops is of: "bf16 tensor cores", "SIMT fp32", "int4 MAC array"
   long long ctas = 0;
   double waves = 0;
   int ctas_per_sm = 0;
@@ -122,6 +123,7 @@ struct Report {
   double voltage = 0, nominal_voltage = 0, max_clock_at_voltage = 0, static_power = 0, idle_power = 0;
   double clock_hz = 0, hbm_peak = 0, hbm_sustained = 0, l2_peak = 0, fp32_peak_tflops = 0;
   std::vector<std::pair<std::string, double>> tensor_peak_tflops;  // per dtype, dense
+  double sfu_peak_tops = 0;  // special-function operations (exp, rsqrt) per second, in tera (report.html's SFU roof)
   PowerInfo power;
   FidelityInfo fidelity;
   Metrics total;  // the whole system's
