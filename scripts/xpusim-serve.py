@@ -137,8 +137,18 @@ def load_requests(path, max_context):
         if not s or s.startswith("#"):
             continue
         where = f"{path}:{n}"
+        def unique(pairs):
+            keys = [k for k, _ in pairs]
+            for k in keys:
+                if keys.count(k) > 1:
+                    fail(f"{where}: field '{k}' appears twice in one request")
+            return dict(pairs)
+
+        def no_constant(name):
+            fail(f"{where}: {name} is not a JSON number")
+
         try:
-            r = json.loads(s)
+            r = json.loads(s, object_pairs_hook=unique, parse_constant=no_constant)
         except json.JSONDecodeError as e:
             fail(f"{where}: not a JSON object ({e.msg} at column {e.colno})")
         if not isinstance(r, dict):

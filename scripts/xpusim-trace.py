@@ -83,33 +83,57 @@ def fail(msg):
 def load_card(path):
     try:
         with open(path) as f:
-            card = yaml.safe_load(f)
+            text = f.read()
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        card = yaml.safe_load(text)
     except OSError as e:
         fail(f"{path}: {e.strerror}")
     except yaml.YAMLError as e:
-        fail(f"{path}: not valid YAML: {e}")
-    if not isinstance(card, dict):
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        fail(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}")
+    except UnicodeDecodeError:
+        fail(f"{path}: not UTF-8 text")
+    if not isinstance(card, dict) or not isinstance(node, yaml.MappingNode):
         fail(f"{path}: expected a mapping of model parameters")
+    # Each key's line, for the messages; a key given twice is refused (YAML would keep the last).
+    line = {}
+    for k, _ in node.value:
+        if k.value in line:
+            fail(f"{path}:{k.start_mark.line + 1}: key '{k.value}': given twice (first on line {line[k.value]})")
+        line[k.value] = k.start_mark.line + 1
+
+    def at(k):
+        return f"{path}:{line[k]}: key '{k}'" if k in line else f"{path}: key '{k}'"
+
     if card.get("family", "transformer") == "resnet":
         for k in card:
             if k not in RESNET_KEYS:
-                fail(f"{path}: unknown key '{k}' for a resnet (known: {', '.join(sorted(RESNET_KEYS))})")
+                fail(f"{at(k)}: unknown key for a resnet (known: {', '.join(sorted(RESNET_KEYS))})")
         blocks = card.get("blocks")
         if not isinstance(blocks, list) or not blocks or not all(isinstance(b, int) and b > 0 for b in blocks):
-            fail(f"{path}: key 'blocks' must be a list of positive block counts per stage")
+            fail(f"{at('blocks')}: must be a list of positive block counts per stage")
         for k in ("width", "image", "classes"):
-            if not isinstance(card.get(k), int) or card[k] < 1:
-                fail(f"{path}: key '{k}' must be a positive whole number")
+            if not isinstance(card.get(k), int) or isinstance(card.get(k), bool) or card[k] < 1:
+                fail(f"{at(k)}: must be a positive whole number")
         card["name"] = card.get("name") or path
         return card
     if card.get("family", "transformer") != "transformer":
-        fail(f"{path}: key 'family' must be transformer or resnet")
+        fail(f"{at('family')}: must be transformer or resnet")
     for k in card:
         if k not in CARD_KEYS:
-            fail(f"{path}: unknown key '{k}' (known: {', '.join(sorted(CARD_KEYS))})")
+            fail(f"{at(k)}: unknown key (known: {', '.join(sorted(CARD_KEYS))})")
     for k in ("layers", "hidden", "heads", "ffn", "vocab"):
-        if not isinstance(card.get(k), int) or card[k] < 1:
-            fail(f"{path}: key '{k}' must be a positive whole number")
+        if not isinstance(card.get(k), int) or isinstance(card.get(k), bool) or card[k] < 1:
+            fail(f"{at(k)}: must be a positive whole number")
+    for k in ("kv_heads", "head_dim", "experts", "top_k", "context"):
+        if k in card and (not isinstance(card[k], int) or isinstance(card[k], bool) or card[k] < 1):
+            fail(f"{at(k)}: must be a positive whole number")
+    for k in ("gated", "encoder", "rope"):
+        if k in card and not isinstance(card[k], bool):
+            fail(f"{at(k)}: must be true or false")
+    if "norm" in card and card["norm"] not in ("layernorm", "rmsnorm"):
+        fail(f"{at('norm')}: must be layernorm or rmsnorm")
     card.setdefault("kv_heads", card["heads"])
     card.setdefault("head_dim", card["hidden"] // card["heads"])
     card.setdefault("gated", False)
@@ -120,9 +144,9 @@ def load_card(path):
     # Rotary position embeddings: the RMSNorm families (Llama, Mixtral) use them.
     card.setdefault("rope", card["norm"] == "rmsnorm")
     if card["heads"] % card["kv_heads"]:
-        fail(f"{path}: heads ({card['heads']}) must be a multiple of kv_heads ({card['kv_heads']})")
+        fail(f"{at('kv_heads') if 'kv_heads' in line else at('heads')}: heads ({card['heads']}) must be a multiple of kv_heads ({card['kv_heads']})")
     if not 1 <= card["top_k"] <= card["experts"]:
-        fail(f"{path}: top_k must be between 1 and experts")
+        fail(f"{at('top_k')}: must be between 1 and experts")
     card["name"] = card.get("name") or path
     return card
 
@@ -541,12 +565,20 @@ def main():
         fail("--microbatches applies with --pp")
     if c.get("family") != "resnet" and a.phase is None:
         fail("--phase prefill, decode or train is required for a transformer")
+    if c.get("family") == "resnet" and a.phase not in (None, "prefill"):
+        fail(f"--phase {a.phase}: a resnet runs inference (a forward pass) only; leave --phase out")
+    if c.get("family") != "resnet" and c["encoder"] and a.phase == "decode":
+        fail(f"{a.model}: an encoder has no decode phase")
+    if c.get("family") != "resnet" and c.get("context"):
+        # The card's longest sequence (max_position_embeddings): a longer one is not the model.
+        longest = a.context if a.phase == "decode" else a.past + a.prompt
+        what = "--context" if a.phase == "decode" else "--prompt" + (" + --past" if a.past else "")
+        if longest > c["context"]:
+            fail(f"{what} {longest} is beyond {c['name']}'s context of {c['context']} tokens (key 'context' in {a.model})")
     if a.weights != a.math and (c.get("family") == "resnet" or a.phase == "train"):
         fail("--math different from --weights (weight-only quantisation) is generated for transformer prefill and decode")
     if c.get("family") == "resnet":
         trace = build_resnet(c, a)
-    elif c["encoder"] and a.phase == "decode":
-        fail(f"{a.model}: an encoder has no decode phase")
     else:
         trace = build(c, a)
     text = dump_jsonl(trace) if a.out.endswith(".jsonl") else dump(trace)

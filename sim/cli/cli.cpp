@@ -67,6 +67,7 @@ void add_logging(po::options_description& d) {
 }
 
 void setup_logging(const po::variables_map& vm) {
+  if (vm.count("verbose") && vm.count("quiet")) throw UsageError("xpusim: give --verbose or --quiet, not both");
   auto level = spdlog::level::info;
   if (vm.count("verbose")) level = spdlog::level::debug;
   if (vm.count("quiet")) level = spdlog::level::warn;
@@ -135,10 +136,14 @@ std::vector<std::string> apply_limits(const po::variables_map& vm) {
 // the key and the value are the config's to judge: bad input).
 std::vector<std::string> sets(const po::variables_map& vm) {
   const auto given = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  std::map<std::string, std::string> seen;  // key -> value: one key given two values is ambiguous, not "the last wins"
   for (const std::string& o : given) {
     const size_t eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
       throw UsageError("xpusim: --set '" + o + "': expected key.path=value, e.g. --set hbm.data_rate=\"6.4 GT/s\"");
+    const auto [it, fresh] = seen.emplace(o.substr(0, eq), o.substr(eq + 1));
+    if (!fresh && it->second != o.substr(eq + 1))
+      throw UsageError("xpusim: --set " + it->first + " is given twice, as '" + it->second + "' and as '" + o.substr(eq + 1) + "'");
   }
   return given;
 }
@@ -146,9 +151,14 @@ std::vector<std::string> sets(const po::variables_map& vm) {
 // Applies the --trace-set overrides to a loaded trace (the form is the flag's: a usage error).
 void apply_trace_sets(const std::string& cmd, const po::variables_map& vm, trace::Trace& tr) {
   if (!vm.count("trace-set")) return;
+  std::map<std::string, std::string> seen;
   for (const std::string& x : vm["trace-set"].as<std::vector<std::string>>()) {
     const size_t eq = x.find('=');
     if (eq == std::string::npos || eq == 0) throw UsageError("xpusim " + cmd + ": --trace-set expects key=value, got '" + x + "'");
+    const auto [it, fresh] = seen.emplace(x.substr(0, eq), x.substr(eq + 1));
+    if (!fresh && it->second != x.substr(eq + 1))
+      throw UsageError("xpusim " + cmd + ": --trace-set " + it->first + " is given twice, as '" + it->second + "' and as '" + x.substr(eq + 1) +
+                       "'");
     trace::apply_override(tr, x.substr(0, eq), x.substr(eq + 1));
   }
 }

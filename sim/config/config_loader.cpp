@@ -108,9 +108,9 @@ bool parse_double(const std::string& s, double& out) {
 std::string range_text(const ParamSpec& spec) {
   auto fmt = [&](double v) {
     if (spec.kind == Kind::Quantity) return units::format(v, spec.dim);
-    std::ostringstream os;
-    os << v;
-    return os.str();
+    char b[40];
+    std::snprintf(b, sizeof b, "%.15g", v);  // 16777216, not 1.67772e+07
+    return std::string(b);
   };
   return "[" + fmt(spec.range.lo) + ", " + fmt(spec.range.hi) + "]";
 }
@@ -171,6 +171,12 @@ Value to_value(const ParamSpec& spec, const YAML::Node& node, const SourceLoc& a
     }
     case Kind::String:
       v.text = s;
+      if (spec.key == "name" || (spec.key.size() > 5 && spec.key.compare(spec.key.size() - 5, 5, ".name") == 0)) {
+        if (const std::string why = name_problem(s, "a name"); !why.empty()) fail(at, spec.key, why);
+      } else if (spec.key.find("description") == std::string::npos &&
+                 std::any_of(s.begin(), s.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+        fail(at, spec.key, "may not hold control characters (a newline, a tab)");
+      }
       return v;
     case Kind::StringList:
       break;
@@ -441,6 +447,10 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
   for (const auto& [key, leaf] : leaves) {
     if (by_key.count(key)) continue;
     if (section_names.count(key)) fail(leaf.value_loc, key, "is a section; expected a mapping of its keys");
+    // sm.count: {value: 132} flattens to sm.count.value: the parameter was given a mapping.
+    for (size_t dot = key.rfind('.'); dot != std::string::npos && dot > 0; dot = key.rfind('.', dot - 1))
+      if (const auto it = by_key.find(key.substr(0, dot)); it != by_key.end() && it->second->kind != Kind::StringList)
+        fail(leaf.key_loc, it->first, "expected a single value, not a mapping");
     const std::string hint = closest_match(key, all_keys);
     fail(leaf.key_loc, key, std::string("unknown key for ") + (kind == "accelerator" ? "an " : "a ") + kind + " config" +
                                 (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +

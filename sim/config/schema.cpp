@@ -254,7 +254,8 @@ Schema make_gpu_schema() {
   section<L2Params>(s, "l2", "L2 cache: address-interleaved slices, set-associative, sectored, with real tags",
                     [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->l2; })
       .quantity("size", &L2Params::size_bytes, Dim::Size, required(), between(64 * kKiB, 64 * kGiB),
-                "Total capacity of all slices")
+                "Total capacity of all slices; the tags hold whole sets of slices x associativity x line_bytes, "
+                "rounding down (126 MiB over 160 slices of 16 x 128 B: 403 sets a slice, 0.05% less)")
       .integer("slices", &L2Params::slices, def("1"), between(1, 4096),
                "Slices the address space is interleaved over; each has size/slices and bandwidth/slices")
       .integer("associativity", &L2Params::associativity, def("16"), between(1, 1024), "Ways per set")

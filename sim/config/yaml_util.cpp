@@ -1,5 +1,7 @@
 #include "sim/config/yaml_util.h"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -84,6 +86,10 @@ YAML::Node load_yaml_string(const std::string& text, const std::string& name, in
       throw UserError(name + ":" + std::to_string(second + 1 + line_offset) +
                       ": a second YAML document starts here; a file holds one document (nothing after it would be read)");
     return doc;
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own guard, whose message is only "bad file"
+    throw UserError(name + ":" + std::to_string(e.mark.line + 1 + line_offset) + ":" + std::to_string(e.mark.column + 1) +
+                    (name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0 ? ": malformed JSON" : ": malformed YAML") +
+                    ": lists or mappings nested too deeply (more than the parser's limit of a few hundred levels)");
   } catch (const YAML::ParserException& e) {
     throw UserError(name + ":" + std::to_string(e.mark.line + 1 + line_offset) + ":" +
                     std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
@@ -124,6 +130,18 @@ YAML::Node load_yaml_file(const std::string& path) {
   YAML::Node n = load_yaml_string(text, path);
   if (n.IsNull()) throw UserError(path + ": file is empty");
   return n;
+}
+
+std::string name_problem(const std::string& s, const std::string& what) {
+  if (s.empty()) return what + " may not be empty";
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f) {
+      char code[16];
+      std::snprintf(code, sizeof code, "U+%04X", c);
+      const std::string named = c == '\n' ? "a newline" : c == '\t' ? "a tab" : c == '\r' ? "a carriage return" : std::string(code);
+      return what + " may not hold control characters (this one has " + named + ")";
+    }
+  return "";
 }
 
 std::string yaml_quote(const std::string& s) {

@@ -30,6 +30,11 @@ YAML::Node load_yaml_string(const std::string& text, const std::string& name, in
 
 std::string yaml_quote(const std::string& s);
 
+// Why `s` cannot be a name shown in reports and tables ("" when it can): empty, or holding a
+// control character (a newline or a tab would break the terminal table, summary.md, a CSV
+// reader's rows). `what` is what the text is, for the message ("an op name").
+std::string name_problem(const std::string& s, const std::string& what);
+
 // The node at a path of map keys under `n`, or an undefined node if any key is missing.
 YAML::Node find_path(const YAML::Node& n, std::initializer_list<const char*> path);
 

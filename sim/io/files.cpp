@@ -28,9 +28,12 @@ std::string write_all(int fd, const std::string& text) {
 }  // namespace
 
 void make_directory(const std::filesystem::path& dir) {
+  if (dir.empty()) throw UserError("the output folder's name is empty (--out \"\")");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) throw UserError(dir.string() + ": cannot create output directory");
+  if (std::filesystem::is_directory(dir)) return;
+  const std::string why = std::filesystem::exists(dir) ? "it exists and is not a folder" : ec ? ec.message() : "the system refused";
+  throw UserError(dir.string() + ": cannot create output directory (" + why + ")");
 }
 
 void write_atomically(const std::filesystem::path& path, const std::string& text) {

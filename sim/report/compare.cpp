@@ -29,10 +29,19 @@ struct Run {
   bool has_energy = false;
 };
 
+// A number of report.json, or a WrongField naming its key when it is not one.
+struct WrongField {
+  std::string key, why;
+};
 double get(const YAML::Node& n, std::initializer_list<const char*> path, bool* found = nullptr) {
   const YAML::Node v = find_path(n, path);
   if (found) *found = v.IsDefined();
-  return v.IsDefined() ? v.as<double>() : 0;
+  if (!v.IsDefined()) return 0;
+  std::string key;
+  for (const char* k : path) key += (key.empty() ? "" : ".") + std::string(k);
+  double d = 0;
+  if (!v.IsScalar() || !YAML::convert<double>::decode(v, d) || !std::isfinite(d)) throw WrongField{key, "expected a number"};
+  return d;
 }
 
 std::string fmt(const char* f, double v) {
@@ -67,7 +76,10 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
       text << in.rdbuf();
       io::check_strict_json(text.str(), file.string(), 1);
       r = YAML::Load(text.str());
-      if (!r["xpusim_report"] || !r["total"]) throw UserError("");
+      if (!r.IsMap() || !r["xpusim_report"] || !r["total"]) throw UserError("");
+      if (!r["xpusim_report"].IsScalar() || r["xpusim_report"].Scalar() != "1")
+        throw UserError(file.string() + ": report format version '" + (r["xpusim_report"].IsScalar() ? r["xpusim_report"].Scalar() : "?") +
+                        "' (this build reads 1)");
     } catch (const UserError& e) {
       throw UserError(std::string(e.what()).empty() ? file.string() + ": not an xpusim report.json"
                                                      : std::string(e.what()) + " (not an xpusim report.json)");
@@ -91,10 +103,14 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
       x.topsw = get(r, {"total", "energy", "tops_per_w"});
       x.topsw_on_chip = get(r, {"total", "energy", "tops_per_w_on_chip"});
       x.tokens = get(r, {"trace", "tokens"});
+      if (!(x.time >= 0)) throw WrongField{"total.time_s", "must be a time of 0 or more"};
+      if (x.tflops < 0 || x.energy < 0 || x.tokens < 0) throw WrongField{"total", "holds a negative figure"};
       double int_ops = 0, all_ops = 0;
-      if (const YAML::Node ops = r["ops"]; ops && ops.IsSequence())
+      const YAML::Node ops = r["ops"];
+      if (ops && !ops.IsSequence()) throw WrongField{"ops", "expected a list of ops"};
+      if (ops)
         for (const auto& op : ops) {
-          const double f = op["flops"] ? op["flops"].as<double>() : 0;
+          const double f = get(op, {"flops"});
           all_ops += f;
           if (op["dtype"] && op["dtype"].Scalar().rfind("int", 0) == 0) int_ops += f;
         }
@@ -104,6 +120,8 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
       bool multi = false;
       const double g = get(r, {"system", "gpus"}, &multi);
       if (multi && g >= 1) x.gpus = static_cast<int>(g);
+    } catch (const WrongField& w) {
+      throw UserError(file.string() + ": key '" + w.key + "': " + w.why + " (not an xpusim report.json as xpusim writes it)");
     } catch (const YAML::Exception& e) {
       throw UserError(file.string() + ": not an xpusim report.json (a field of the wrong type: " + e.msg + ")");
     }

@@ -116,11 +116,32 @@ std::string terminal_table(const Report& rep, size_t max_ops) {
   return os.str();
 }
 
+namespace {
+
+// A table cell: a '|' in a name would start a new column.
+std::string md_cell(const std::string& s) {
+  std::string o;
+  for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
+  return o;
+}
+
+// Inline code: fenced with more backticks than the text holds in a row, so that a name with a
+// backtick stays one span.
+std::string md_code(const std::string& s) {
+  size_t run = 0, longest = 0;
+  for (char c : s) run = c == '`' ? run + 1 : 0, longest = std::max(longest, run);
+  const std::string fence(longest + 1, '`');
+  const bool pad = !s.empty() && (s.front() == '`' || s.back() == '`');
+  return fence + (pad ? " " : "") + s + (pad ? " " : "") + fence;
+}
+
+}  // namespace
+
 std::string to_markdown(const Report& rep, double wall_s) {
   std::ostringstream os;
   os << "# xpusim report: " << rep.config_name << " running " << rep.trace_name << "\n\n";
-  os << "Config `" << rep.config_file << "`, trace `" << rep.trace_file << "`, xpusim " << rep.version << ".\n\n";
-  if (const std::string o = overrides_text(rep); !o.empty()) os << "Overrides: `" << o << "`.\n\n";
+  os << "Config " << md_code(rep.config_file) << ", trace " << md_code(rep.trace_file) << ", xpusim " << rep.version << ".\n\n";
+  if (const std::string o = overrides_text(rep); !o.empty()) os << "Overrides: " << md_code(o) << ".\n\n";
   if (!rep.system_note.empty()) os << "System: " << rep.system_note << ".\n\n";
   if (!rep.accelerator) os << "Fidelity: " << rep.fidelity.note << ".\n\n";
   std::string total = total_line(rep);
@@ -130,7 +151,7 @@ std::string to_markdown(const Report& rep, double wall_s) {
   const auto r = rows(rep, 200);
   for (size_t i = 0; i < r.size(); ++i) {
     os << "|";
-    for (const auto& c : r[i]) os << ' ' << c << " |";
+    for (const auto& c : r[i]) os << ' ' << md_cell(c) << " |";
     os << '\n';
     if (i == 0) {
       os << "|";
@@ -139,7 +160,7 @@ std::string to_markdown(const Report& rep, double wall_s) {
     }
   }
   os << "\nLowering:\n\n";
-  for (const auto& o : rep.ops) os << "- `" << o.name << "`: " << o.lowering << "\n";
+  for (const auto& o : rep.ops) os << "- " << md_code(o.name) << ": " << o.lowering << "\n";
   os << "\nSimulated in " << fmt("%.2f", wall_s) << " s of wall time.\n";
   return os.str();
 }

@@ -190,8 +190,11 @@ Spec load_spec(const std::string& path) {
   if (const YAML::Node n = root["set"]) {
     if (!n.IsSequence()) fail(yaml_loc(path, n), "set", "expected a list of key=value overrides");
     for (const auto& v : n) {
-      if (!v.IsScalar() || v.Scalar().find('=') == std::string::npos)
+      if (!v.IsScalar() || v.Scalar().find('=') == std::string::npos || v.Scalar().front() == '=')
         fail(yaml_loc(path, v), "set", "expected key=value, e.g. \"hbm.stacks=6\"");
+      const std::string k = v.Scalar().substr(0, v.Scalar().find('='));
+      for (const std::string& earlier : s.sets)
+        if (earlier.substr(0, earlier.find('=')) == k) fail(yaml_loc(path, v), "set", "'" + k + "' is set twice");
       s.sets.push_back(v.Scalar());
     }
   }
@@ -203,6 +206,9 @@ Spec load_spec(const std::string& path) {
       a.key = kv.first.Scalar();
       a.loc = yaml_loc(path, kv.first);
       const std::string key = "axes." + a.key;
+      for (const std::string& fixed : s.sets)
+        if (fixed.substr(0, fixed.find('=')) == a.key)
+          fail(a.loc, key, "'" + a.key + "' is also fixed under set: (" + fixed + "); give it in one place");
       const bool serve_axis = a.key.rfind(kServePrefix, 0) == 0;
       if (serve_axis && s.kind != Kind::Serve) fail(a.loc, key, "serve.* axes belong to a serve sweep (a spec with serve:)");
       if (s.kind == Kind::Serve && a.key.rfind(kTracePrefix, 0) == 0)
@@ -232,8 +238,15 @@ Spec load_spec(const std::string& path) {
         a.range = true;
         a.lo = number(path, v["min"], key + ".min");
         a.hi = number(path, v["max"], key + ".max");
-        a.log = v["log"] && v["log"].Scalar() == "true";
-        a.integer = v["integer"] && v["integer"].Scalar() == "true";
+        auto flag = [&](const char* k) {
+          const YAML::Node f = v[k];
+          if (!f) return false;
+          if (!f.IsScalar() || (f.Scalar() != "true" && f.Scalar() != "false"))
+            fail(yaml_loc(path, f), key + "." + k, "expected true or false");
+          return f.Scalar() == "true";
+        };
+        a.log = flag("log");
+        a.integer = flag("integer");
         if (a.hi < a.lo) fail(yaml_loc(path, v), key, "max is below min");
         if (a.log && a.lo <= 0) fail(yaml_loc(path, v), key, "a log range needs min > 0");
       } else {
@@ -424,6 +437,8 @@ void validate(const Spec& s, const std::vector<Point>& points, const std::string
   auto axis_of = [&](const std::string& what) -> const Axis* {
     for (const Axis& a : s.axes)
       if (what.find("'" + a.key + "'") != std::string::npos || what.find(a.key + "=") != std::string::npos) return &a;
+    for (const Axis& a : s.axes)  // a trace axis's error names the override as --trace-set gives it: 'dtype=fp9'
+      if (a.key.rfind(kTracePrefix, 0) == 0 && what.find("'" + a.key.substr(kTracePrefix.size()) + "=") != std::string::npos) return &a;
     return nullptr;
   };
   std::set<std::string> configs_done, traces_done;

@@ -324,6 +324,7 @@ class Parser {
     if (n["name"]) {
       if (!n["name"].IsScalar()) fail(cx.at(n["name"]), path + ".name", "expected a name");
       name = n["name"].Scalar();
+      if (const std::string why = name_problem(name, "a repeat block's name"); !why.empty()) fail(cx.at(n["name"]), path + ".name", why);
     }
     const YAML::Node ops = n["ops"];
     if (!ops) fail(cx.at(n), path, "a repeat block needs 'ops'");
@@ -387,6 +388,7 @@ class Parser {
 
     const std::string short_name = n["name"] ? n["name"].Scalar() : std::string(op_kind_name(o.kind)) + std::to_string(t_.ops.size());
     if (n["name"] && (!n["name"].IsScalar() || short_name.empty())) fail(cx.at(n["name"]), path + ".name", "expected a non-empty name");
+    if (const std::string why = name_problem(short_name, "an op name"); !why.empty()) fail(cx.at(n["name"]), path + ".name", why);
     o.name = prefix + short_name;
     if (names_.count(o.name)) fail(cx.at(n), path + ".name", "duplicate op name '" + o.name + "'");
     o.dtype = n["dtype"] ? get_dtype(cx, n["dtype"], path + ".dtype") : Dtype::bf16;
@@ -642,8 +644,15 @@ void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
   if (!v) fail(cx.at(root), "", "not an xpusim trace: the header needs 'xpusim_trace: 1'");
   if (!v.IsScalar() || v.Scalar() != "1")
     fail(cx.at(v), "xpusim_trace", "unsupported trace format version '" + (v.IsScalar() ? v.Scalar() : std::string("?")) + "' (this build reads 1)");
-  if (root["name"]) t.name = root["name"].Scalar();
-  if (root["description"]) t.description = root["description"].Scalar();
+  if (const YAML::Node nm = root["name"]) {
+    if (!nm.IsScalar()) fail(cx.at(nm), "name", "expected a name, not a list or mapping");
+    t.name = nm.Scalar();
+    if (const std::string why = name_problem(t.name, "a trace name"); !why.empty()) fail(cx.at(nm), "name", why);
+  }
+  if (const YAML::Node d = root["description"]) {
+    if (!d.IsScalar()) fail(cx.at(d), "description", "expected text, not a list or mapping");
+    t.description = d.Scalar();
+  }
   if (root["tokens"]) t.tokens = static_cast<double>(get_int(cx, root["tokens"], "tokens", 1, int64_t{1} << 40));
 }
 

@@ -1,7 +1,18 @@
 #!/usr/bin/env python3
-"""Every malformed config and trace under tests/data/bad gets a clear error: exit status 1, one
-line starting `error: ` that names the file (and, where the problem has one, the line, column
-and key), and the expected message; never a crash, a hang or a silent success.
+"""Every malformed input under tests/data/bad gets a clear error: the expected exit status (1 for
+bad input, 2 for a command line that cannot be read), one line starting with the tool's prefix
+(`error: `, `xpusim-trace: `, `xpusim-serve: `) that names the file (and, where the problem has one,
+the line, column and key), and the expected message; never a crash, a hang or a silent success.
+
+The file's name says what reads it:
+  config-*      xpusim check --config FILE
+  trace-*       xpusim check --config configs/h100-sxm.yaml --trace FILE (lowering's checks run too)
+  systrace-*    the same on the 8-GPU configs/systems/dgx-h100.yaml
+  sweep-*       xpusim sweep FILE --dry-run
+  report-*      xpusim compare FILE FILE (a report.json)
+  model-*       scripts/xpusim-trace.py FILE --phase decode (a model card)
+  requests-*    scripts/xpusim-serve.py --check --requests FILE (a serving request stream)
+  cli-*.args    xpusim with the file's lines as its arguments ({config} and {trace} filled in)
 
   tests/scripts/bad_inputs_test.py build/xpusim            run the checks
   tests/scripts/bad_inputs_test.py build/xpusim --markdown print the table in docs/reliability.md
@@ -10,18 +21,22 @@ The test also checks that docs/reliability.md lists exactly these inputs with th
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BAD = os.path.join(ROOT, "tests", "data", "bad")
 H100 = os.path.join(ROOT, "configs", "h100-sxm.yaml")
 DGX = os.path.join(ROOT, "configs", "systems", "dgx-h100.yaml")
 DOC = os.path.join(ROOT, "docs", "reliability.md")
+GENERATOR = os.path.join(ROOT, "scripts", "xpusim-trace.py")
+SERVE = os.path.join(ROOT, "scripts", "xpusim-serve.py")
+LLAMA = os.path.join(ROOT, "configs", "models", "llama-3-8b.yaml")
+GOOD_TRACE = os.path.join(ROOT, "tests", "data", "gemm-small.yaml")
 
-# file -> (what is wrong, a regular expression the error must match). Traces (trace-*) are
-# checked against h100-sxm (so that lowering's checks run too), systraces (systrace-*) against an
-# 8-GPU dgx-h100; configs alone.
+# file -> (what is wrong, a regular expression the error must match[, exit status: 1 unless given]).
 CASES = {
     "unknown-key.yaml": ("a misspelt key", r":3:3: key 'sm\.cout': unknown key .*did you mean 'sm\.count'"),
     "config-malformed.yaml": ("unclosed flow mapping", r":3:1: malformed YAML: end of map flow not found"),
@@ -108,26 +123,132 @@ CASES = {
     "trace-second-document.yaml": ("a second YAML document (---) of ops", r":4: a second YAML document starts here"),
     "trace-repeat-duplicate-key.yaml": ("a repeat count given twice", r":4:5: key 'ops\[0\]\.repeat': duplicate key"),
     "trace-header-duplicate-key.yaml": ("a trace name given twice", r":3:1: key 'name': duplicate key \(it appears earlier in the trace's header\)"),
+    # Configs, second review
+    "config-empty-name.yaml": ("an empty chip name", r":2:7: key 'name': a name may not be empty"),
+    "config-name-newline.yaml": ("a newline in the chip name (would break the tables)", r":2:7: key 'name': a name may not hold control characters \(this one has a newline\)"),
+    "config-bool-count.yaml": ("true where a count is due", r":3:10: key 'sm\.count': 'true' is not an integer"),
+    "config-negative-clock.yaml": ("a negative clock", r":3:10: key 'sm\.clock': value -1 GHz is out of range \[1 MHz, 10 GHz\]"),
+    "config-zero-hbm-stacks.yaml": ("no HBM stacks", r":3:11: key 'hbm\.stacks': value 0 is out of range \[1, 64\]"),
+    "config-unknown-section.yaml": ("a misspelt section", r":3:3: key 'smm\.count': unknown key .*did you mean 'sm\.count'"),
+    "config-map-for-number.yaml": ("a mapping where a count is due", r":3:11: key 'sm\.count': expected a single value, not a mapping"),
+    "config-null-value.yaml": ("a key with no value (~)", r":3:10: key 'sm\.count': has no value"),
+    "config-energy-table-missing.yaml": ("an energy table that does not exist", r":3:10: key 'energy\.table': energy table '.*nothere\.yaml' does not exist"),
+    "config-unit-wrong-case.yaml": ("GHZ for GHz", r":3:10: key 'sm\.clock': unknown unit 'GHZ' in '1\.98 GHZ'; a frequency takes one of THz, GHz"),
+    "config-inf-clock.yaml": ("an infinite clock", r":3:10: key 'sm\.clock': '\.inf GHz' is not a number with a unit"),
+    "config-hex-count.yaml": ("a hexadecimal count", r":3:10: key 'sm\.count': '0x84' must be a whole number"),
+    "config-tab-indent.yaml": ("a tab in the indentation", r":3:7: malformed YAML: illegal map value"),
+    "config-vf-point-malformed.yaml": ("a V/f point not written CLOCK at VOLTAGE", r":3:13: key 'power\.vf_curve': point 1 '1\.6 GHz @ 0\.7 V' is not CLOCK at VOLTAGE"),
+    "config-registers-zero.yaml": ("no registers (the range is written in full)", r":3:14: key 'sm\.registers': value 0 is out of range \[1024, 16777216\]"),
+    "config-deep-nesting.yaml": ("lists nested 2000 deep", r":3:\d+: malformed YAML: lists or mappings nested too deeply"),
+    # Traces, second review
+    "trace-op-name-newline.yaml": ("a newline in an op name", r":3:12: key 'ops\[0\]\.name': an op name may not hold control characters \(this one has a newline\)"),
+    "trace-op-name-bell.yaml": ("a BEL control character in an op name", r":3:12: key 'ops\[0\]\.name': an op name may not hold control characters \(this one has U\+0007\)"),
+    "trace-name-mapping.yaml": ("a mapping for the trace name", r":2:7: key 'name': expected a name, not a list or mapping"),
+    "trace-ops-mapping.yaml": ("ops as a mapping, not a list", r":2:6: key 'ops': expected a list of ops"),
+    "trace-deps-string.yaml": ("deps as a word, not a list", r":4:67: key 'ops\[1\]\.deps': expected a list of op names"),
+    "trace-stream-negative.yaml": ("a negative stream", r":3:69: key 'ops\[0\]\.stream': value -1 is out of range \[0, 1023\]"),
+    "trace-devices-empty.yaml": ("an empty device list", r":3:70: key 'ops\[0\]\.devices': expected a non-empty list of device indices"),
+    "trace-devices-duplicate.yaml": ("a device listed twice", r":3:74: key 'ops\[0\]\.devices': device 0 is listed twice"),
+    "trace-kv-heads-not-divide.yaml": ("kv_heads that do not divide heads", r":3:5: key 'ops\[0\]\.kv_heads': heads \(32\) must be a multiple of kv_heads \(5\)"),
+    "trace-sparsity-3-4.yaml": ("a sparsity pattern other than 2:4", r":3:71: key 'ops\[0\]\.sparsity': expected \"2:4\" or none"),
+    "trace-tokens-negative.yaml": ("a negative token count", r":2:9: key 'tokens': value -5 is out of range"),
+    "trace-header-typo.yaml": ("a misspelt header key", r":2:1: key 'nmae': unknown top-level key in a trace \(did you mean 'name'\?\)"),
+    "trace-shape-empty.yaml": ("an empty shape", r":3:41: key 'ops\[0\]\.shape': expected a list of 1 to 8 positive dimensions"),
+    "trace-shape-zero.yaml": ("a zero dimension in a shape", r":3:42: key 'ops\[0\]\.shape\[0\]': value 0 is out of range"),
+    "trace-dim-fraction.yaml": ("a fractional dimension", r":3:30: key 'ops\[0\]\.m': '64\.5' is not a whole number"),
+    "trace-repeat-name-clash.yaml": ("a repeat iteration's op named as an op already is", r":7:9: key 'ops\[1\]\.ops\[0\]\.name': duplicate op name 'layer\[0\]\.a'"),
+    "trace-repeat-name-tab.yaml": ("a tab in a repeat block's name", r":4:11: key 'ops\[0\]\.name': a repeat block's name may not hold control characters \(this one has a tab\)"),
+    "trace-int4-on-h100.yaml": ("int4 on a chip whose tensor cores lack it", r":3:5: op 'g': the tensor cores of this chip do not support int4"),
+    "trace-allreduce-on-one-gpu.yaml": ("an all-reduce on a single-GPU config", r":3:5: op 'ar': a collective needs at least two GPUs; this system has 1"),
+    "trace-cycle-in-repeat.yaml": ("a dependency cycle inside a repeat block", r":6:9: key 'deps': dependency cycle: layer\[0\]\.a -> layer\[0\]\.b -> layer\[0\]\.a"),
+    "trace-jsonl-deep-nesting.jsonl": ("a JSON line of lists nested 1000 deep", r":2:1: malformed JSON: lists or mappings nested too deeply"),
+    # Sweep specs (xpusim sweep --dry-run)
+    "sweep-axis-empty.yaml": ("an axis with no values", r":6:13: key 'axes\.sm\.count': expected at least one value"),
+    "sweep-axis-unknown-key.yaml": ("an axis over a misspelt key", r":6:3: axis 'sm\.cout': .*unknown key .*did you mean 'sm\.count'"),
+    "sweep-axis-bad-value.yaml": ("an axis value out of range", r":6:3: axis 'sm\.count': .*value -2 is out of range \[1, 4096\]"),
+    "sweep-zip-unequal.yaml": ("zip over axes of different lengths", r":8:3: key 'axes\.hbm\.stacks': zip needs axes of one length"),
+    "sweep-mode-typo.yaml": ("a misspelt mode", r":5:7: key 'mode': expected grid, zip or random"),
+    "sweep-random-no-samples.yaml": ("random mode without samples", r"key 'samples': random mode needs samples: N"),
+    "sweep-axis-value-twice.yaml": ("a value twice in one axis", r":6:18: key 'axes\.sm\.count': value '66' appears twice"),
+    "sweep-set-and-axis.yaml": ("a key both fixed and swept", r":7:3: key 'axes\.sm\.count': 'sm\.count' is also fixed under set: \(sm\.count=100\)"),
+    "sweep-set-twice.yaml": ("one key fixed twice", r":5:21: key 'set': 'sm\.count' is set twice"),
+    "sweep-name-escapes.yaml": ("a name that leaves the output folder", r":2:7: key 'name': '\.\./\.\./outside' is not a plain name"),
+    "sweep-range-log-not-bool.yaml": ("log: maybe in a random range", r":8:38: key 'axes\.sm\.count\.log': expected true or false"),
+    "sweep-trace-axis-bad-format.yaml": ("a trace axis over an unknown format", r":6:3: axis 'trace\.dtype': trace override 'dtype=fp9': unknown number format"),
+    "sweep-no-header.yaml": ("no format header", r":1:1: key 'xpusim_sweep': missing or unsupported version"),
+    # report.json given to xpusim compare
+    "report-truncated.json": ("a report.json cut short", r":1:118: malformed JSON: .*missing closing quote"),
+    "report-not-an-object.json": ("a list, not a report", r"report-not-an-object\.json: not an xpusim report\.json"),
+    "report-version-2.json": ("a future report format", r"report-version-2\.json: report format version '2' \(this build reads 1\)"),
+    "report-time-string.json": ("a word for the run's time", r"report-time-string\.json: key 'total\.time_s': expected a number"),
+    "report-time-negative.json": ("a negative time", r"report-time-negative\.json: key 'total\.time_s': must be a time of 0 or more"),
+    "report-ops-not-list.json": ("ops as a number", r"report-ops-not-list\.json: key 'ops': expected a list of ops"),
+    "report-duplicate-key.json": ("a key twice in one object", r":1:\d+: key 'time_s' appears twice in one object"),
+    # Model cards given to scripts/xpusim-trace.py
+    "model-duplicate-key.yaml": ("a key given twice", r":7: key 'layers': given twice \(first on line 6\)"),
+    "model-unknown-key.yaml": ("a misspelt key", r":7: key 'hiden': unknown key \(known: "),
+    "model-gated-not-bool.yaml": ("gated: yes please", r":7: key 'gated': must be true or false"),
+    "model-layers-word.yaml": ("a word for the layer count", r":6: key 'layers': must be a positive whole number"),
+    "model-heads-not-multiple.yaml": ("kv_heads that do not divide heads", r":7: key 'kv_heads': heads \(4\) must be a multiple of kv_heads \(3\)"),
+    "model-not-yaml.yaml": ("unclosed flow sequence", r":2:7: not valid YAML: expected ',' or '\]'"),
+    "model-norm-unknown.yaml": ("a norm the generator does not know", r":7: key 'norm': must be layernorm or rmsnorm"),
+    # Request streams given to scripts/xpusim-serve.py
+    "requests-duplicate-key.jsonl": ("a field twice in one request", r":1: field 'prompt_tokens' appears twice in one request"),
+    "requests-nan-arrival.jsonl": ("NaN for an arrival time", r":1: NaN is not a JSON number"),
+    "requests-zero-prompt.jsonl": ("an empty prompt", r":1: field 'prompt_tokens' must be a whole number of tokens, at least 1"),
+    "requests-two-objects.jsonl": ("two requests on one line", r":1: not a JSON object \(Extra data at column 59\)"),
+    "requests-beyond-context.jsonl": ("a request longer than the model's context", r":1: prompt_tokens \+ output_tokens = 9010 exceeds the model's context of 8192 tokens"),
+    "requests-unknown-field.jsonl": ("a misspelt field", r":1: unknown field 'prio' \(known: arrival, id, output_tokens, priority, prompt_tokens\)"),
+    # Command lines (the file's lines are xpusim's arguments)
+    "cli-set-twice.args": ("--set one key to two values", r"--set sm\.count is given twice, as '66' and as '132'", 2),
+    "cli-trace-set-twice.args": ("--trace-set one key to two values", r"--trace-set dtype is given twice, as 'fp8' and as 'bf16'", 2),
+    "cli-quiet-and-verbose.args": ("--quiet with --verbose", r"give --verbose or --quiet, not both", 2),
+    "cli-out-empty.args": ("an empty --out", r"the output folder's name is empty", 1),
+    "cli-out-is-a-file.args": ("--out naming a file", r"h100-sxm\.yaml: cannot create output directory \(it exists and is not a folder\)", 1),
+    "cli-tolerance-nan.args": ("--tolerance nan", r"--tolerance must be above 0 and at most 0\.5", 2),
+    "cli-fidelity-typo.args": ("a misspelt --fidelity", r"--fidelity must be fast or exact, got 'exakt'", 2),
+    "cli-limit-unknown.args": ("an unknown --limit", r"--limit 'nosuch=5': unknown limit 'nosuch'", 2),
 }
 
 
-def run(xpusim, name):
-    path = os.path.join(BAD, name)
+def command(xpusim, name, path, tmp):
+    """The command that reads `name`, and the prefix its error line starts with."""
     if name.startswith("trace-"):
-        args = [xpusim, "check", "--config", H100, "--trace", path]
-    elif name.startswith("systrace-"):
-        args = [xpusim, "check", "--config", DGX, "--trace", path]
-    else:
-        args = [xpusim, "check", "--config", path]
+        return [xpusim, "check", "--config", H100, "--trace", path], "error: "
+    if name.startswith("systrace-"):
+        return [xpusim, "check", "--config", DGX, "--trace", path], "error: "
+    if name.startswith("sweep-"):
+        return [xpusim, "sweep", path, "--dry-run", "-o", os.path.join(tmp, "sweep")], "error: "
+    if name.startswith("report-"):
+        return [xpusim, "compare", path, path], "error: "
+    if name.startswith("model-"):
+        return [sys.executable, GENERATOR, path, "--phase", "decode", "-o", os.devnull], "xpusim-trace: "
+    if name.startswith("requests-"):
+        return [sys.executable, SERVE, "--xpusim", xpusim, "--config", H100, "--model", LLAMA, "--requests", path,
+                "--out", os.path.join(tmp, "serve"), "--check"], "xpusim-serve: "
+    if name.startswith("cli-"):
+        with open(path) as f:
+            text = f.read()
+        args = (text[:-1] if text.endswith("\n") else text).split("\n")
+        return [xpusim] + [a.replace("{config}", H100).replace("{trace}", GOOD_TRACE) for a in args], "error: "
+    return [xpusim, "check", "--config", path], "error: "
+
+
+def run(xpusim, name):
+    tmp = tempfile.mkdtemp()
+    args, prefix = command(xpusim, name, os.path.join(BAD, name), tmp)
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
-    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120, env=env)
-    return r.returncode, r.stderr.strip()
+    try:
+        r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120, env=env)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return r.returncode, r.stderr.strip(), prefix
 
 
 def markdown(results):
     lines = ["| input | what is wrong | error |", "|---|---|---|"]
-    for name, (what, _) in CASES.items():
-        msg = results[name].replace(BAD + "/", "").replace("|", "\\|")
+    for name, (what, *_) in CASES.items():
+        msg = results[name].replace(BAD + "/", "").replace(ROOT + "/", "").replace("|", "\\|")
         lines.append(f"| `{name}` | {what} | `` {msg} `` |")
     return "\n".join(lines) + "\n"
 
@@ -139,12 +260,13 @@ def main():
     if sorted(CASES) != files:
         problems.append(f"tests/data/bad and the cases differ: {sorted(set(files) ^ set(CASES))}")
     results = {}
-    for name, (_, pattern) in CASES.items():
-        rc, err = run(xpusim, name)
-        results[name] = err.removeprefix("error: ")
-        if rc != 1 or not err.startswith("error: ") or "\n" in err or not re.search(pattern, err):
-            problems.append(f"{name}: exit {rc}, expected /{pattern}/, got:\n{err}")
-        elif name not in err:
+    for name, (_, pattern, *status) in CASES.items():
+        expected = status[0] if status else 1
+        rc, err, prefix = run(xpusim, name)
+        results[name] = err.removeprefix(prefix)
+        if rc != expected or not err.startswith(prefix) or "\n" in err or not re.search(pattern, err):
+            problems.append(f"{name}: exit {rc} (expected {expected}), expected /{pattern}/, got:\n{err}")
+        elif name not in err and not name.startswith("cli-"):  # a command line has no file to name
             problems.append(f"{name}: the error does not name the file: {err}")
     if "--markdown" in sys.argv:
         sys.stdout.write(markdown(results))

@@ -8,6 +8,7 @@ import csv
 import filecmp
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -67,6 +68,23 @@ class Outputs(unittest.TestCase):
         with open(os.path.join(self.tmp, "cmp", "compare.csv"), newline="") as f:
             rows = list(csv.DictReader(f))
         self.assertEqual([x["overrides"] for x in rows], [shown, ""])
+
+    def test_summary_md_keeps_its_columns(self):
+        # A '|' in a name would add a column to summary.md's table, a backtick end its code span.
+        trace = os.path.join(self.tmp, "pipes.yaml")
+        with open(trace, "w") as f:
+            f.write('xpusim_trace: 1\nname: "a | b"\nops:\n'
+                    '  - {name: "q|k`v", kind: gemm, m: 256, n: 256, k: 256, dtype: bf16}\n'
+                    '  - {name: plain, kind: softmax, shape: [256, 256], dtype: bf16}\n')
+        out = os.path.join(self.tmp, "pipes")
+        xpusim("run", "-q", "-c", H100, "-t", trace, "-o", out)
+        with open(os.path.join(out, "summary.md")) as f:
+            text = f.read()
+        rows = [r for r in text.splitlines() if r.startswith("|")]
+        cells = [len(re.split(r"(?<!\\)\|", r)) for r in rows]  # unescaped pipes
+        self.assertEqual(set(cells), {cells[0]}, rows)
+        self.assertIn("| q\\|k`v |", text)
+        self.assertIn("- ``q|k`v``: ", text)
 
     def test_report_json_is_the_same_from_any_folder(self):
         outs = []

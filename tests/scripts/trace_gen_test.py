@@ -291,7 +291,7 @@ class TraceGen(unittest.TestCase):
         with open(f.name, "w") as g:
             g.write("layers: 2\nhiden: 64\n")
         rc, _, err = generate(f.name, "--phase", "decode")
-        self.assertIn("unknown key 'hiden'", err)
+        self.assertIn(":2: key 'hiden': unknown key", err)  # the line and the key
         rc, _, err = generate(os.path.join(ROOT, "configs/models/bert-large.yaml"), "--phase", "decode")
         self.assertIn("no decode phase", err)
         # --layers 0 is not "every layer" in disguise, and -o into a missing folder is no traceback.
@@ -302,6 +302,15 @@ class TraceGen(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("cannot write it (No such file or directory)", err)
         self.assertNotIn("Traceback", err)
+        # A sequence beyond the card's context is not the model; a resnet has no phases to pick.
+        rc, _, err = generate(m, "--phase", "prefill", "--prompt", "3000", "--past", "2000", "--layers", "1")
+        self.assertEqual(rc, 1)
+        self.assertIn("--prompt + --past 5000 is beyond llama-2-7b's context of 4096 tokens", err)
+        rc, _, err = generate(m, "--phase", "decode", "--context", "4097", "--layers", "1")
+        self.assertIn("--context 4097 is beyond", err)
+        rc, _, err = generate(os.path.join(ROOT, "configs/models/resnet-50.yaml"), "--phase", "decode")
+        self.assertEqual(rc, 1)
+        self.assertIn("a resnet runs inference (a forward pass) only", err)
 
 
 if __name__ == "__main__":
