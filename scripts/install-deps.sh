@@ -6,7 +6,7 @@
 #   scripts/install-deps.sh --fuzz         also clang and its libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsystemc-dev libyaml-cpp-dev libboost-program-options-dev
-          libspdlog-dev nlohmann-json3-dev catch2 python3 python3-yaml python3-jsonschema python3-pytest python3-dev pybind11-dev libopenmpi-dev openmpi-bin)
+          libspdlog-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler catch2 python3 python3-yaml python3-jsonschema python3-pytest python3-dev pybind11-dev libopenmpi-dev openmpi-bin)
 for arg in "$@"; do
   case "$arg" in
     --test-extras) packages+=(chromium python3-pandas) ;;

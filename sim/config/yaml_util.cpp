@@ -119,13 +119,17 @@ void check_input_file(const std::string& path, bool whole) {
                     "; write large traces as JSON Lines)" + limits::raise_hint("file_bytes"));
 }
 
-YAML::Node load_yaml_file(const std::string& path) {
+std::string read_input_file(const std::string& path) {
   check_input_file(path, true);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open file");
   std::ostringstream ss;
   ss << in.rdbuf();
-  const std::string text = ss.str();
+  return ss.str();
+}
+
+YAML::Node load_yaml_file(const std::string& path) {
+  const std::string text = read_input_file(path);
   if (text.find('\0') != std::string::npos) throw UserError(path + ": not a text file (contains NUL bytes)");
   YAML::Node n = load_yaml_string(text, path);
   if (n.IsNull()) throw UserError(path + ": file is empty");

@@ -24,6 +24,9 @@ std::string file_problem(const std::string& path);
 // read at once (`whole`), one larger than the file_bytes limit; UserErrors name the file.
 void check_input_file(const std::string& path, bool whole);
 
+// The whole of an input file (check_input_file's checks, the file_bytes limit included).
+std::string read_input_file(const std::string& path);
+
 // Loads a YAML file, turning parse errors and unreadable files into UserErrors with a position.
 YAML::Node load_yaml_file(const std::string& path);
 YAML::Node load_yaml_string(const std::string& text, const std::string& name, int line_offset = 0);

@@ -20,6 +20,7 @@
 #include "sim/config/units.h"
 #include "sim/config/yaml_util.h"
 #include "sim/io/json_strict.h"
+#include "sim/trace/chakra.h"
 
 namespace xpusim::trace {
 namespace {
@@ -675,6 +676,13 @@ bool read_line(std::istream& in, std::string& line) {
 }
 
 Trace load_trace(const std::string& path) {
+  if (is_chakra_path(path)) return load_chakra(path);
+  if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") {
+    if (is_torch_et(path)) return load_torch_et(path);
+    if (file_problem(path).empty())
+      throw UserError(path + ": a .json trace is read as a PyTorch execution trace (\"schema\" and \"nodes\"); a profiler trace "
+                             "(traceEvents) is converted by scripts/import-torch-profile.py");
+  }
   Trace t;
   t.file = path;
   const bool jsonl = path.size() >= 6 && path.substr(path.size() - 6) == ".jsonl";

@@ -67,3 +67,12 @@ def test_a_report_round_trips_through_its_schema(tmp_path):
     again = json.loads(json.dumps(r))
     assert again == r
     jsonschema.validate(again, schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_execution_traces_by_path_and_their_errors():
+    # A Chakra trace (a rank's .et file names them all) runs like any trace; a truncated one is an
+    # error naming the node, and nothing is simulated.
+    imported = os.path.join(ROOT, "traces", "imported")
+    assert xpusim.check(H100, os.path.join(imported, "llama-3-8b-prefill-2layers.0.et")) is None  # it lowers
+    with pytest.raises(xpusim.Error, match=r"the message after node 2 'aten::mm' is 85 bytes long but the file ends"):
+        xpusim.run(H100, os.path.join(ROOT, "tests", "data", "bad", "trace-chakra-truncated.0.et"))
