@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """GEMMs of the chips before Hopper against published measurements: cuBLAS SGEMM on a K40
 (clBLAS's performance pages), DeepBench's cuBLAS GEMMs on a V100 (fp32 on the lanes, fp16 on
-the tensor cores) and a P100 (fp32), and an A100 at its 400 W limit on random and on zero
-inputs, from docs/validation/published/pre-hopper-gemm.csv. Each shape runs as one GEMM with
+the tensor cores) and a P100 (fp32), an A100 at its 400 W limit on random and on zero
+inputs, and a T4 at its 70 W limit, from docs/validation/published/pre-hopper-gemm.csv. Each shape runs as one GEMM with
 the row's config overrides (`set`) and trace overrides (`trace_set`). Nothing in the configs was
 set from these figures. Prints a Markdown table with each row's error and a summary per system
 and format; asserts nothing.

@@ -458,6 +458,19 @@ TEST_CASE("mma.sync GEMMs (Volta to Ampere): warp MMAs of the configured instruc
   trace::Op sp = gemm(2048, 2048, 2048, Dtype::bf16);
   sp.sparse_2_4 = true;
   CHECK(la.lower(sp).uses_tensor_cores);
+  // The T4's Turing tensor cores: fp16 by HMMA.1688, int8 and int4 by IMMA, no bf16; their
+  // peaks are the datasheet's 65, 130 and 260 at the 1590 MHz boost.
+  const auto t4 = config::load_config(source_path("configs/t4.yaml"));
+  lower::Lowering lt(t4.chip.gpu);
+  for (Dtype d : {Dtype::fp16, Dtype::int8, Dtype::int4}) {
+    const auto lo = lt.lower(gemm(2048, 2048, 2048, d));
+    CHECK(lo.uses_tensor_cores);
+    CHECK_THAT(lo.program->description, Catch::Contains("m16n8k"));
+    const auto& g = t4.chip.gpu;
+    const double peak = 2.0 * g.sm.count * g.tensor_core.per_sm * g.tensor_core.macs_per_clock.of(d) * g.sm.clock_hz;
+    CHECK(peak == Approx(d == Dtype::fp16 ? 65e12 : d == Dtype::int8 ? 130e12 : 260e12).epsilon(0.005));
+  }
+  CHECK_THAT(error_of([&] { lt.lower(gemm(256, 256, 256, Dtype::bf16)); }), Catch::Contains("do not support bf16"));
   // Hopper's warpgroup MMA needs Hopper's tensor cores.
   CHECK_THAT(error_of([] { config::load_config(source_path("configs/v100.yaml"), {"kernels.gemm.mma=wgmma"}); }),
              Catch::Contains("wgmma needs Hopper's tensor cores"));
