@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <optional>
 #include <queue>
@@ -26,8 +25,6 @@ namespace {
 
 namespace pb = xpusim::chakra;
 namespace fs = std::filesystem;
-
-constexpr double kMaxBytes = 1125899906842624.0;  // 1024 TiB, as a trace's `bytes`
 
 // The ops and counts that an execution trace's reader builds, whatever the format.
 struct Counts {
@@ -198,29 +195,31 @@ struct Unit {
   std::pair<size_t, int> order;                 // (node index, rank) of the first member: emission order
 };
 
-OpKind collective_kind(int64_t type, bool& mapped) {
-  mapped = true;
+// The xpusim collective a Chakra comm_type is, or nullopt for one xpusim does not simulate.
+std::optional<OpKind> collective_kind(int64_t type) {
   switch (type) {
     case pb::ALL_REDUCE: return OpKind::all_reduce;
     case pb::ALL_GATHER: return OpKind::all_gather;
     case pb::REDUCE_SCATTER: return OpKind::reduce_scatter;
     case pb::ALL_TO_ALL: return OpKind::all_to_all;
     case pb::BROADCAST: return OpKind::broadcast;
-    default: mapped = false; return OpKind::delay;
+    default: return std::nullopt;
   }
+}
+
+// <prefix>.<rank>.et
+const std::regex& chakra_name() {
+  static const std::regex kName(R"(^(.*)\.([0-9]+)\.et$)");
+  return kName;
 }
 
 }  // namespace
 
-bool is_chakra_path(const std::string& path) {
-  static const std::regex kName(R"(^(.*)\.([0-9]+)\.et$)");
-  return std::regex_match(path, kName);
-}
+bool is_chakra_path(const std::string& path) { return std::regex_match(path, chakra_name()); }
 
 Trace load_chakra(const std::string& path) {
-  static const std::regex kName(R"(^(.*)\.([0-9]+)\.et$)");
   std::smatch m;
-  if (!std::regex_match(path, m, kName)) throw UserError(path + ": a Chakra trace is named <prefix>.<rank>.et");
+  if (!std::regex_match(path, m, chakra_name())) throw UserError(path + ": a Chakra trace is named <prefix>.<rank>.et");
   const std::string prefix = m[1];
   // Every rank's file: <prefix>.0.et, <prefix>.1.et, ... with no gap.
   std::vector<RankFile> ranks;
@@ -304,12 +303,10 @@ Trace load_chakra(const std::string& path) {
         case pb::COMM_COLL_NODE: {
           const int64_t type = need_int(r, i, "comm_type", 0);
           const int64_t bytes = need_int(r, i, "comm_size", 0);
-          if (static_cast<double>(bytes) > kMaxBytes) node_fail(r, i, "comm_size is more than 1024 TiB");
-          bool mapped = false;
-          collective_kind(type, mapped);
-          if (!pb::CollectiveCommType_IsValid(static_cast<int>(type)))
+          if (static_cast<double>(bytes) > kMaxCollectiveBytes) node_fail(r, i, "comm_size is more than 1024 TiB");
+          if (type > INT32_MAX || !pb::CollectiveCommType_IsValid(static_cast<int>(type)))
             node_fail(r, i, "comm_type " + std::to_string(type) + " is not one Chakra defines (0 ALL_REDUCE to 9 BARRIER)");
-          if (!mapped) {
+          if (!collective_kind(type)) {
             op = gap(r, i);
             break;
           }
@@ -358,8 +355,7 @@ Trace load_chakra(const std::string& path) {
       const RankFile& first = ranks[static_cast<size_t>(r0)];
       const pb::Node& n0 = first.nodes[l0[k]];
       Op op;
-      bool mapped = false;
-      op.kind = collective_kind(*int_attr(n0, "comm_type"), mapped);
+      op.kind = *collective_kind(*int_attr(n0, "comm_type"));
       op.bytes = static_cast<double>(*int_attr(n0, "comm_size"));
       op.name = n0.name() + "#" + std::to_string(n0.id()) + (pg.empty() ? "" : "@" + pg);
       op.stream = 1;
@@ -427,43 +423,58 @@ Trace load_chakra(const std::string& path) {
                 "a receive from rank " + std::to_string(pair.first) + " that no send in " + ranks[static_cast<size_t>(pair.first)].file + " matches");
 
   // Each unit's dependencies: the units of the nodes its members depend on, through skipped nodes.
-  std::vector<std::vector<std::set<long>>> resolved(ranks.size());
-  std::vector<std::vector<char>> state(ranks.size());  // 0 new, 1 in progress, 2 done
-  for (const RankFile& r : ranks) resolved[static_cast<size_t>(r.rank)].resize(r.nodes.size()), state[static_cast<size_t>(r.rank)].assign(r.nodes.size(), 0);
-  // The units that node i's dependents wait for: its own unit, or (skipped) what it waits for.
-  std::function<const std::set<long>&(const RankFile&, size_t)> reached = [&](const RankFile& r, size_t i) -> const std::set<long>& {
-    auto& st = state[static_cast<size_t>(r.rank)][i];
-    auto& out = resolved[static_cast<size_t>(r.rank)][i];
-    if (st == 2) return out;
-    if (st == 1) node_fail(r, i, "dependency cycle through skipped nodes (views, host operators) back to " + node_text(r, i));
-    st = 1;
-    const long u = unit_of[static_cast<size_t>(r.rank)][i];
-    if (u >= 0) {
-      out = {u};
-    } else {
-      for (const auto* deps : {&r.nodes[i].ctrl_deps(), &r.nodes[i].data_deps()})
-        for (uint64_t d : *deps) {
-          const auto it = r.by_id.find(d);
-          if (it == r.by_id.end()) node_fail(r, i, "depends on node " + std::to_string(d) + ", which " + r.file + " does not have");
-          const auto& s = reached(r, it->second);
-          out.insert(s.begin(), s.end());
-        }
-    }
-    st = 2;
+  auto dep_nodes = [&](const RankFile& r, size_t i) {  // node i's ctrl_deps and data_deps, as node indices
+    std::vector<size_t> out;
+    for (const auto* list : {&r.nodes[i].ctrl_deps(), &r.nodes[i].data_deps()})
+      for (uint64_t d : *list) {
+        const auto it = r.by_id.find(d);
+        if (it == r.by_id.end()) node_fail(r, i, "depends on node " + std::to_string(d) + ", which " + r.file + " does not have");
+        out.push_back(it->second);
+      }
     return out;
+  };
+  std::vector<std::vector<std::set<long>>> resolved(ranks.size());
+  std::vector<std::vector<char>> state(ranks.size());  // 0 new, 1 its dependencies being resolved, 2 done
+  for (const RankFile& r : ranks) resolved[static_cast<size_t>(r.rank)].resize(r.nodes.size()), state[static_cast<size_t>(r.rank)].assign(r.nodes.size(), 0);
+  // The units that a node's dependents wait for: its own unit, or (a skipped node) what it waits
+  // for. Depth first with a stack of its own: a chain of a million views must not use the call stack.
+  auto reached = [&](const RankFile& r, size_t start) -> const std::set<long>& {
+    auto& st = state[static_cast<size_t>(r.rank)];
+    auto& out = resolved[static_cast<size_t>(r.rank)];
+    std::vector<size_t> stack{start};
+    while (!stack.empty()) {
+      const size_t i = stack.back();
+      if (st[i] == 2) {
+        stack.pop_back();
+        continue;
+      }
+      if (const long u = unit_of[static_cast<size_t>(r.rank)][i]; u >= 0) {
+        out[i] = {u}, st[i] = 2;
+        stack.pop_back();
+        continue;
+      }
+      if (st[i] == 0) {  // first its dependencies; the nodes marked 1 are the path to this one
+        st[i] = 1;
+        for (size_t d : dep_nodes(r, i)) {
+          if (st[d] == 1) node_fail(r, d, "dependency cycle through skipped nodes (views, host operators) back to " + node_text(r, d));
+          if (st[d] == 0) stack.push_back(d);
+        }
+        continue;
+      }
+      for (size_t d : dep_nodes(r, i)) out[i].insert(out[d].begin(), out[d].end());
+      st[i] = 2;
+      stack.pop_back();
+    }
+    return out[start];
   };
   std::vector<std::set<long>> deps(units.size());
   for (size_t u = 0; u < units.size(); ++u)
     for (const auto& [rank, i] : units[u].members) {
       const RankFile& r = ranks[static_cast<size_t>(rank)];
-      for (const auto* list : {&r.nodes[i].ctrl_deps(), &r.nodes[i].data_deps()})
-        for (uint64_t d : *list) {
-          const auto it = r.by_id.find(d);
-          if (it == r.by_id.end()) node_fail(r, i, "depends on node " + std::to_string(d) + ", which " + r.file + " does not have");
-          for (long v : reached(r, it->second))
-            if (v != static_cast<long>(u)) deps[u].insert(v);
-            else node_fail(r, i, "depends on itself (through node " + std::to_string(d) + ")");
-        }
+      for (size_t d : dep_nodes(r, i))
+        for (long v : reached(r, d))
+          if (v != static_cast<long>(u)) deps[u].insert(v);
+          else node_fail(r, i, "depends on itself (through node " + std::to_string(r.nodes[d].id()) + ")");
     }
 
   // Emit in dependency order (earliest node position first); a cycle is named node by node.

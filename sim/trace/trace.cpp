@@ -520,7 +520,7 @@ class Parser {
           if (b.Scalar().find_first_not_of("0123456789") != std::string::npos) fail(cx.at(b), path + ".bytes", e.what());
           o.bytes = static_cast<double>(get_int(cx, b, path + ".bytes", 0, int64_t{1} << 50));
         }
-        if (!(o.bytes >= 0 && o.bytes <= std::pow(2.0, 50))) fail(cx.at(b), path + ".bytes", "must be between 0 and 1024 TiB");
+        if (!(o.bytes >= 0 && o.bytes <= kMaxCollectiveBytes)) fail(cx.at(b), path + ".bytes", "must be between 0 and 1024 TiB");
         if (const YAML::Node a = n["algorithm"])
           o.algorithm = get_choice(cx, a, path + ".algorithm", {"auto", "ring", "tree", "nvls", "direct"});
         if (const YAML::Node pr = n["protocol"])

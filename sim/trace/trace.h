@@ -97,6 +97,9 @@ struct Op {
   std::string devices_text() const;  // "0-7", "all", "0,3"
 };
 
+// The largest collective or transfer a trace may give: 2^50 bytes (1024 TiB).
+constexpr double kMaxCollectiveBytes = 1125899906842624.0;
+
 struct Trace {
   std::string name;
   std::string file;

@@ -85,5 +85,44 @@ class ExecutionTraces(unittest.TestCase):
         self.assertWithin(rep["total"]["time_s"], ref["total"]["time_s"], 0.05, "Chakra TP=2 vs native TP=2")
 
 
+def varint(n):
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def field(number, wire, payload):
+    return varint(number << 3 | wire) + payload
+
+
+class LongChains(unittest.TestCase):
+    def test_a_long_chain_of_skipped_nodes_resolves_without_the_call_stack(self):
+        # 300000 views, each depending on the one before, then an mm on the last: the reader walks
+        # the chain with a stack of its own (a recursive walk overflowed the call stack here).
+        def node(i, name, deps, shapes=None, types=None):
+            body = field(1, 0, varint(i)) + field(2, 2, varint(len(name)) + name) + field(3, 0, varint(4))  # COMP_NODE
+            for d in deps:
+                body += field(5, 0, varint(d))
+            if shapes:
+                io = field(2, 2, varint(len(shapes)) + shapes) + field(3, 2, varint(len(types)) + types)
+                body += field(8, 2, varint(len(io)) + io)
+            return varint(len(body)) + body
+        meta = field(1, 2, varint(5) + b"0.0.4")
+        data = bytearray(varint(len(meta)) + meta)
+        n = 300000
+        for i in range(1, n + 1):
+            data += node(i, b"aten::view", [i - 1] if i > 1 else [])
+        data += node(n + 1, b"aten::mm", [n], b"[[64,64],[64,64]]", b"[Tensor(c10::BFloat16),Tensor(c10::BFloat16)]")
+        path = os.path.join(tempfile.mkdtemp(), "chain.0.et")
+        with open(path, "wb") as f:
+            f.write(data)
+        r = subprocess.run([XPUSIM, "check", "-c", H100, "-t", path], env=ENV, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("(1 ops,", r.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()
