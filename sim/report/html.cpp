@@ -489,10 +489,11 @@ std::string run_html(const Report& rep) {
       h.y = {peak, peak};
       roof.series.push_back(h);
     };
+    // Each roof its own colour: the palette less SIMT's green and the SFU roof's teal.
+    static const size_t kRoofColours[] = {0, 2, 4, 1, 6, 7, 9};
     size_t k = 0;
     for (const std::string& r : roof_order) {
-      const std::string colour = r == "SIMT fp32" ? "#59a14f" : color(k == 1 ? 2 : k == 3 ? 4 : k);  // not SIMT's green
-      ++k;
+      const std::string colour = r == "SIMT fp32" ? "#59a14f" : color(kRoofColours[k++ % (sizeof kRoofColours / sizeof kRoofColours[0])]);
       const double peak = roof_peak[r];
       const std::string unit = r.rfind("int", 0) == 0 ? " TOPS" : " TFLOP/s";
       if (peak > 0) flat(r + " " + num(peak) + unit, peak, colour, false);
