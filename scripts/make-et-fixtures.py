@@ -177,8 +177,8 @@ def varint(n):
             return bytes(out)
 
 
-def write_chakra(pb, calls, path, rank, ranks):
-    """One rank's file: GlobalMetadata, then one node per call, each depending on the one before."""
+def write_chakra(pb, calls, path):
+    """One rank's file (every rank of a tensor-parallel step runs the same calls): GlobalMetadata, then one node per call, each depending on the one before."""
     def msg(m):
         b = m.SerializeToString()
         return varint(len(b)) + b
@@ -279,7 +279,6 @@ def write_bad(pb):
     sized.CopyFrom(coll)
     sized.attr.add(name="comm_size", int64_val=1 << 20)
     write("systrace-chakra-unmatched-collective.0.et", [gemm(1), sized, gemm(3, [2])])
-    write("systrace-chakra-unmatched-collective.1.et", [gemm(1), sized, gemm(3, [2]), gemm(4, [3])])
     sized4 = pb.Node()
     sized4.CopyFrom(sized)
     sized4.id = 4
@@ -312,12 +311,12 @@ def main():
     # Depth-1 calls of the aten ops are flat in Chakra (the converter keeps the GPU-side ops).
     flat = flatten(one.calls)
     write_torch_et(one.calls, os.path.join(OUT, "llama-3-8b-prefill-2layers.et.json"))
-    write_chakra(pb, flat, os.path.join(OUT, "llama-3-8b-prefill-2layers.0.et"), 0, 1)
+    write_chakra(pb, flat, os.path.join(OUT, "llama-3-8b-prefill-2layers.0.et"))
     two = Calls()
     lower(native(2), two)
     flat2 = flatten(two.calls)
     for r in range(2):
-        write_chakra(pb, flat2, os.path.join(OUT, f"llama-3-8b-tp2-prefill-2layers.{r}.et"), r, 2)
+        write_chakra(pb, flat2, os.path.join(OUT, f"llama-3-8b-tp2-prefill-2layers.{r}.et"))
     print("wrote", ", ".join(["llama-3-8b-prefill-2layers.et.json", "llama-3-8b-prefill-2layers.0.et",
                               "llama-3-8b-tp2-prefill-2layers.{0,1}.et"]), "in traces/imported/")
 

@@ -132,18 +132,25 @@ std::vector<std::string> apply_limits(const po::variables_map& vm) {
   return given;
 }
 
+// Remembers key=value in `seen`; the same key given another value is ambiguous (not "the last
+// wins"): a usage error naming `flag` ("--set") and both values.
+void refuse_second_value(std::map<std::string, std::string>& seen, const std::string& who, const std::string& flag,
+                         const std::string& key, const std::string& value) {
+  const auto [it, fresh] = seen.emplace(key, value);
+  if (!fresh && it->second != value)
+    throw UsageError(who + ": " + flag + " " + key + " is given twice, as '" + it->second + "' and as '" + value + "'");
+}
+
 // The --set overrides, each of the form key.path=value (the form is the flag's: a usage error;
 // the key and the value are the config's to judge: bad input).
 std::vector<std::string> sets(const po::variables_map& vm) {
   const auto given = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  std::map<std::string, std::string> seen;  // key -> value: one key given two values is ambiguous, not "the last wins"
+  std::map<std::string, std::string> seen;
   for (const std::string& o : given) {
     const size_t eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
       throw UsageError("xpusim: --set '" + o + "': expected key.path=value, e.g. --set hbm.data_rate=\"6.4 GT/s\"");
-    const auto [it, fresh] = seen.emplace(o.substr(0, eq), o.substr(eq + 1));
-    if (!fresh && it->second != o.substr(eq + 1))
-      throw UsageError("xpusim: --set " + it->first + " is given twice, as '" + it->second + "' and as '" + o.substr(eq + 1) + "'");
+    refuse_second_value(seen, "xpusim", "--set", o.substr(0, eq), o.substr(eq + 1));
   }
   return given;
 }
@@ -155,10 +162,7 @@ void apply_trace_sets(const std::string& cmd, const po::variables_map& vm, trace
   for (const std::string& x : vm["trace-set"].as<std::vector<std::string>>()) {
     const size_t eq = x.find('=');
     if (eq == std::string::npos || eq == 0) throw UsageError("xpusim " + cmd + ": --trace-set expects key=value, got '" + x + "'");
-    const auto [it, fresh] = seen.emplace(x.substr(0, eq), x.substr(eq + 1));
-    if (!fresh && it->second != x.substr(eq + 1))
-      throw UsageError("xpusim " + cmd + ": --trace-set " + it->first + " is given twice, as '" + it->second + "' and as '" + x.substr(eq + 1) +
-                       "'");
+    refuse_second_value(seen, "xpusim " + cmd, "--trace-set", x.substr(0, eq), x.substr(eq + 1));
     trace::apply_override(tr, x.substr(0, eq), x.substr(eq + 1));
   }
 }

@@ -173,8 +173,7 @@ Value to_value(const ParamSpec& spec, const YAML::Node& node, const SourceLoc& a
       v.text = s;
       if (spec.key == "name" || (spec.key.size() > 5 && spec.key.compare(spec.key.size() - 5, 5, ".name") == 0)) {
         if (const std::string why = name_problem(s, "a name"); !why.empty()) fail(at, spec.key, why);
-      } else if (spec.key.find("description") == std::string::npos &&
-                 std::any_of(s.begin(), s.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+      } else if (spec.key.find("description") == std::string::npos && !control_character(s).empty()) {
         fail(at, spec.key, "may not hold control characters (a newline, a tab)");
       }
       return v;

@@ -136,15 +136,19 @@ YAML::Node load_yaml_file(const std::string& path) {
   return n;
 }
 
-std::string name_problem(const std::string& s, const std::string& what) {
-  if (s.empty()) return what + " may not be empty";
+std::string control_character(const std::string& s) {
   for (unsigned char c : s)
     if (c < 0x20 || c == 0x7f) {
       char code[16];
       std::snprintf(code, sizeof code, "U+%04X", c);
-      const std::string named = c == '\n' ? "a newline" : c == '\t' ? "a tab" : c == '\r' ? "a carriage return" : std::string(code);
-      return what + " may not hold control characters (this one has " + named + ")";
+      return c == '\n' ? "a newline" : c == '\t' ? "a tab" : c == '\r' ? "a carriage return" : std::string(code);
     }
+  return "";
+}
+
+std::string name_problem(const std::string& s, const std::string& what) {
+  if (s.empty()) return what + " may not be empty";
+  if (const std::string c = control_character(s); !c.empty()) return what + " may not hold control characters (this one has " + c + ")";
   return "";
 }
 

@@ -33,6 +33,10 @@ YAML::Node load_yaml_string(const std::string& text, const std::string& name, in
 
 std::string yaml_quote(const std::string& s);
 
+// The first control character in `s`, in words ("a newline", "a tab", "U+0007"), or "" when
+// there is none: text that would break the terminal table, summary.md or a CSV reader's rows.
+std::string control_character(const std::string& s);
+
 // Why `s` cannot be a name shown in reports and tables ("" when it can): empty, or holding a
 // control character (a newline or a tab would break the terminal table, summary.md, a CSV
 // reader's rows). `what` is what the text is, for the message ("an op name").

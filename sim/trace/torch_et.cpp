@@ -10,7 +10,6 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 
 #include "sim/config/limits.h"
@@ -113,27 +112,30 @@ Trace load_torch_et(const std::string& path) {
   }
   // The call tree; a parent chain that comes back to a node is a cycle.
   std::vector<size_t> roots;
+  std::vector<long> up(nodes.size(), -1);  // each node's parent, -1 for a root
   for (size_t i = 0; i < nodes.size(); ++i) {
     const auto it = by_id.find(nodes[i].parent);
-    if (nodes[i].parent == nodes[i].id || it == by_id.end()) roots.push_back(i);
-    else nodes[it->second].children.push_back(i);
+    if (nodes[i].parent == nodes[i].id || it == by_id.end()) {
+      roots.push_back(i);
+    } else {
+      up[i] = static_cast<long>(it->second);
+      nodes[it->second].children.push_back(i);
+    }
   }
-  std::vector<char> state(nodes.size(), 0);  // 0 unvisited, 1 on the current chain, 2 done
+  std::vector<char> state(nodes.size(), 0);  // 0 unvisited, 1 on the chain being followed, 2 done
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::vector<size_t> chain;
     size_t u = i;
     while (state[u] == 0) {
       state[u] = 1;
       chain.push_back(u);
-      const auto it = by_id.find(nodes[u].parent);
-      if (nodes[u].parent == nodes[u].id || it == by_id.end()) break;
-      u = it->second;
+      if (up[u] < 0) break;
+      u = static_cast<size_t>(up[u]);
     }
-    if (state[u] == 1 && !chain.empty() && (nodes[u].parent != nodes[u].id && by_id.count(nodes[u].parent))) {
+    if (state[u] == 1 && up[u] >= 0) {  // came back to a node of this chain, not stopped at a root
       std::string cycle;
-      size_t k = 0;
-      while (chain[k] != u) ++k;
-      for (; k < chain.size(); ++k) cycle += text(nodes[chain[k]]) + " -> ";
+      for (size_t k = static_cast<size_t>(std::find(chain.begin(), chain.end(), u) - chain.begin()); k < chain.size(); ++k)
+        cycle += text(nodes[chain[k]]) + " -> ";
       throw UserError(path + ": a cycle in the call tree: " + cycle + text(nodes[u]) + " (each node's parent is the next)");
     }
     for (size_t c : chain) state[c] = 2;
@@ -149,7 +151,6 @@ Trace load_torch_et(const std::string& path) {
                                                                                                       : std::string("schema not given")) + ")";
   std::map<std::string, int> unknown;
   int views = 0;
-  std::set<std::string> names;
   std::vector<size_t> stack(roots.rbegin(), roots.rend());  // depth first, in call order
   while (!stack.empty()) {
     const Node& n = nodes[stack.back()];
@@ -164,7 +165,6 @@ Trace load_torch_et(const std::string& path) {
       Op op = x.op;
       op.name = n.name + "#" + std::to_string(n.id);
       op.loc = SourceLoc{path, 0, 0};
-      names.insert(op.name);
       t.ops.push_back(std::move(op));
       continue;
     }

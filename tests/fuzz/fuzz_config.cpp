@@ -2,13 +2,13 @@
 // and `--set` overrides, which the input gives as comment lines "#--set key=value". A config it
 // accepts must load again from its own resolved form (`xpusim config --resolved`) to the same
 // values.
-#include <algorithm>
 #include <cstdint>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "sim/config/config_loader.h"
+#include "sim/config/yaml_util.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -25,9 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;  // refused with a position: fine
   }
   // The chip's name reaches every report's tables: not empty, no control characters.
-  const std::string& name = cfg.chip.name;
-  xpusim::fuzz::require(!name.empty() && std::none_of(name.begin(), name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }),
-                        "the chip's name is empty or holds a control character");
+  xpusim::fuzz::require(xpusim::name_problem(cfg.chip.name, "the chip's name").empty(), "the chip's name is empty or holds a control character");
   const std::string resolved = xpusim::config::resolved_yaml(cfg, "fuzz");
   const std::string again_path = xpusim::fuzz::write_input(reinterpret_cast<const uint8_t*>(resolved.data()),
                                                            resolved.size(), "resolved.yaml");

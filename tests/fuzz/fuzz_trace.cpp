@@ -3,7 +3,6 @@
 // step that turns its sizes into kernels, and every op's FLOPs and compulsory bytes must be
 // finite and not negative. The ops limit is lowered to 100 000 so that one input loads in well
 // under the fuzzer's timeout (the limits themselves are tested in tests/sim/watchdog_test.cpp).
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -12,6 +11,7 @@
 #include "sim/config/limits.h"
 #include "sim/engine/simulate.h"
 #include "sim/trace/trace.h"
+#include "sim/config/yaml_util.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -27,12 +27,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;  // refused with a position: fine
   }
   // Every name that reaches a report can be printed in a table row: not empty, no control characters.
-  auto printable = [](const std::string& n) {
-    return !n.empty() && std::none_of(n.begin(), n.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
-  };
-  xpusim::fuzz::require(t.name.empty() || printable(t.name), "the trace's name holds a control character");
+  xpusim::fuzz::require(xpusim::control_character(t.name).empty(), "the trace's name holds a control character");
   for (const auto& op : t.ops) {
-    xpusim::fuzz::require(printable(op.name), "an op name is empty or holds a control character");
+    xpusim::fuzz::require(xpusim::name_problem(op.name, "an op name").empty(), "an op name is empty or holds a control character");
     const double f = op.flops(), b = op.min_bytes();
     xpusim::fuzz::require(std::isfinite(f) && f >= 0, "op '" + op.name + "' has FLOPs " + std::to_string(f));
     xpusim::fuzz::require(std::isfinite(b) && b >= 0, "op '" + op.name + "' has compulsory bytes " + std::to_string(b));
