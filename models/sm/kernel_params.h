@@ -18,6 +18,7 @@ struct KernelLibParams {
   int gemm_cluster_m = 1;                // CTAs along M per cluster sharing B by TMA multicast
   std::string gemm_mma = "wgmma";        // MMA the GEMM kernels issue: wgmma (Hopper) or tcgen05 (Blackwell)
   bool gemm_split_k = true;              // wgmma: split K across CTAs where tiles leave SMs idle
+  std::string gemm_split_k_reduction = "kernel";  // split-K's partials added by a second kernel, or serially by the last split
   bool gemm_stream_k = true;             // wgmma: stream-K where tiles leave a ragged last wave
   bool attention_decode = true;          // decode kernels: a KV head's query group per CTA, KV split (flash-decoding)
   bool gemm_cta_pair = false;            // tcgen05: 2-SM MMA, a CTA pair computing one 2bm x bn tile

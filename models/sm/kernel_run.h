@@ -12,6 +12,7 @@ namespace xpusim {
 
 struct KernelRun {
   int index = 0;  // op index in the workload
+  bool tail = false;  // the op's second kernel (a reduction or combine after the first)
   std::shared_ptr<const KernelProgram> program;
   OpCounters counters;
   uint64_t next_cta = 0;

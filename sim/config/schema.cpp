@@ -342,8 +342,12 @@ Schema make_gpu_schema() {
               "loaded from shared memory), wgmma (Hopper's warpgroup MMA, one CTA per tile; needs tensor_core.generation "
               "4 or more) or tcgen05 (Blackwell: persistent CTAs, accumulators in tensor memory; needs tensor_core.generation 5)")
       .flag("gemm.split_k", &KernelLibParams::gemm_split_k, def("true"),
-            "wgmma only: split a GEMM's K loop over several CTAs per output tile (serial reduction of fp32 partials "
-            "by the last split) where the estimate says it pays, as cuBLAS and CUTLASS do for skinny GEMMs")
+            "Not tcgen05: split a GEMM's K loop over several CTAs per output tile (fp32 partials, added as "
+            "gemm.split_k_reduction says) where the estimate says it pays, as cuBLAS and CUTLASS do for skinny GEMMs")
+      .choice("gemm.split_k_reduction", &KernelLibParams::gemm_split_k_reduction, {"kernel", "serial"}, def("kernel"),
+              "How split-K's fp32 partials are added: kernel (every split stores its partial and a second kernel "
+              "adds them and writes the output, as cuBLAS's splitKreduce_kernel does; it pays its own launch) or "
+              "serial (the last split's CTA loads the others' partials and adds them, as CUTLASS's serial split-K)")
       .flag("gemm.stream_k", &KernelLibParams::gemm_stream_k, def("true"),
             "wgmma only: where the tiles leave a ragged last wave after at least two whole ones, run the last one to two "
             "waves' worth of tiles stream-K (their K steps cut evenly over one CTA per SM, partial tiles fixed up "
@@ -370,7 +374,7 @@ Schema make_gpu_schema() {
       .flag("attention.decode", &KernelLibParams::attention_decode, def("true"),
             "Decode kernels where a KV head's query rows (seq_q x heads/kv_heads) fit one 64-row MMA block: a CTA per "
             "(sequence, KV head) with the whole group, the KV sequence split over CTAs that fill the SMs and combined "
-            "by the last split (flash-decoding); false pads each query head to a q tile as prefill kernels do")
+            "by a second kernel (flash-decoding); false pads each query head to a q tile as prefill kernels do")
       .choice("attention.mma", &KernelLibParams::attention_mma, {"wgmma", "tcgen05"}, def("wgmma"),
               "MMA the fused-attention kernel is written for: wgmma (FlashAttention-3 style, accumulators in "
               "registers) or tcgen05 (scores and output in tensor memory, two query tiles per CTA; needs "

@@ -115,14 +115,17 @@ std::vector<lower::LoweredOp> lower_compute(const config::LoadedConfig& cfg, con
       continue;
     }
     out.push_back(lowering.lower(op));
-    const KernelProgram& p = *out.back().program;
-    spdlog::debug("lowered {} ({} {}): {}", op.name, trace::op_kind_name(op.kind), op.shape_text(), p.description);
+    spdlog::debug("lowered {} ({} {}): {}", op.name, trace::op_kind_name(op.kind), op.shape_text(), out.back().program->description);
     // The simulation's work: CTAs times their steps (the first and last CTA bracket the tiles'
-    // step counts), per GPU that runs the kernel in full.
-    const double ctas = static_cast<double>(p.num_ctas());
-    const double per_cta = static_cast<double>(std::max(p.steps(0), p.num_ctas() ? p.steps(p.num_ctas() - 1) : 0)) + 1;
+    // step counts), per GPU that runs the kernels in full.
+    auto kernel_steps = [](const KernelProgram* p) {
+      if (!p) return 0.0;
+      const double per_cta = static_cast<double>(std::max(p->steps(0), p->num_ctas() ? p->steps(p->num_ctas() - 1) : 0)) + 1;
+      return static_cast<double>(p->num_ctas()) * per_cta;
+    };
     const double gpus = cfg.chip.gpu.system.detail == "representative" ? 1.0 : static_cast<double>(op.devices.size());
-    const double op_steps = ctas * per_cta * std::max(1.0, gpus);
+    const double op_steps =
+        (kernel_steps(out.back().program.get()) + kernel_steps(out.back().tail.get())) * std::max(1.0, gpus);
     steps += op_steps;
     if (work) work->push_back(op_steps);
     const double limit = limits::current().cta_steps;
@@ -326,7 +329,7 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
 
   const size_t n = t.ops.size();
   out.ops.resize(n);
-  std::vector<std::vector<KernelRun>> runs(n);
+  std::vector<std::vector<KernelRun>> runs(n), tails(n);  // per op: its kernel, its second kernel, per GPU
   std::vector<DriverOp> dops(n);
   std::vector<std::vector<size_t>> preds(n);
   std::map<std::pair<int, int>, size_t> last_on_stream;  // (device, stream) -> op
@@ -350,11 +353,25 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
         k.program = lowered[i].program;
         k.memo_key = key;
       }
+      if (lowered[i].tail) {
+        tails[i].resize(runs[i].size());
+        for (KernelRun& k : tails[i]) {
+          k.index = static_cast<int>(i);
+          k.tail = true;
+          k.program = lowered[i].tail;
+          k.memo_key = key.empty() ? key : key + "\nsecond kernel";
+        }
+      }
       size_t k = 0;
       for (int d : r.devices)
         if (dispatcher_of.count(d)) {
           if (power) power->add_run(governor_of[d], &runs[i][k], op.switching);
-          dops[i].kernels.emplace_back(&runs[i][k++], dispatcher_of[d]);
+          dops[i].kernels.emplace_back(&runs[i][k], dispatcher_of[d]);
+          if (!tails[i].empty()) {
+            if (power) power->add_run(governor_of[d], &tails[i][k], op.switching);
+            dops[i].tail.emplace_back(&tails[i][k], dispatcher_of[d]);
+          }
+          ++k;
         }
     }
     preds[i] = op.deps;
@@ -439,6 +456,16 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
       r.run = runs[i].front();
       if (power) r.core_scale = power->core_scale(&runs[i].front());
       for (const KernelRun& k : runs[i]) r.all_devices += k.counters;
+      // A second kernel: the op's counters are both kernels', and it ends with the second.
+      if (!tails[i].empty()) {
+        const KernelRun& t = tails[i].front();
+        r.run.counters += t.counters;
+        r.run.end_s = t.end_s;
+        r.run.extrapolated_ctas += t.extrapolated_ctas;
+        r.run.extrapolated_s += t.extrapolated_s;
+        r.run.skipped_steps += t.skipped_steps;
+        for (const KernelRun& k : tails[i]) r.all_devices += k.counters;
+      }
       // Representative detail: the mirrored GPUs did what the simulated one did.
       if (placement.representative && r.devices.size() > 1) r.all_devices.scale(static_cast<double>(r.devices.size()));
     }

@@ -66,12 +66,15 @@ void WorkloadDriver::record_stall(const std::string& why) {
              << units::format(op.collective_run->end_s, units::Dim::Time);
           break;
         }
-        for (const auto& [k, d] : op.kernels) {
-          if (k->finished) continue;
-          const uint64_t total = k->program->num_ctas();
-          os << "running on " << d->name() << ": " << k->done_ctas << " of " << total << " CTAs finished, "
-             << k->next_cta - k->done_ctas << " in flight on SMs, " << total - k->next_cta << " not yet placed";
-        }
+        for (const auto* kernels : {&op.kernels, &op.tail})
+          for (const auto& [k, d] : *kernels) {
+            // A second kernel is listed once the first has finished.
+            if (k->finished || (k->tail && !op.kernels.front().first->finished)) continue;
+            const uint64_t total = k->program->num_ctas();
+            os << "running on " << d->name() << (k->tail ? " (second kernel)" : "") << ": " << k->done_ctas << " of "
+               << total << " CTAs finished, " << k->next_cta - k->done_ctas << " in flight on SMs, " << total - k->next_cta
+               << " not yet placed";
+          }
         break;
       case State::done: break;
     }
@@ -138,22 +141,23 @@ void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tic
 
 void WorkloadDriver::run() {
   const size_t n = ops_.size();
-  std::vector<size_t> waiting(n), pending(n);
+  std::vector<size_t> waiting(n), pending(n), tail_pending(n);
   std::vector<std::vector<size_t>> succs(n);
   // Times are kept in the kernel's own time unit (quantised once): comparing seconds held as
   // doubles against the simulation clock could leave a sub-resolution gap that a timed wait
   // rounds to zero, and the loop would spin in delta cycles.
   using Due = std::pair<sc_core::sc_time, size_t>;  // (time, op): earliest first, then trace order
   using Queue = std::priority_queue<Due, std::vector<Due>, std::greater<Due>>;
-  // ops whose dependencies are done; kernels whose grids are starting; ops finishing (collectives
-  // in flight, kernels completing)
-  Queue ready, starting, landing;
+  // ops whose dependencies are done; kernels whose grids are starting; second kernels whose grids
+  // are starting; ops finishing (collectives in flight, kernels completing)
+  Queue ready, starting, tails, landing;
   // Eager launches: the host issues the ops one after another in trace order, each
   // eager_issue_s after the last, running ahead of the GPU; no op starts before it is issued.
   auto issued = [&](size_t i) { return sc_core::sc_time(static_cast<double>(i + 1) * launch_.eager_issue_s, sc_core::SC_SEC); };
   for (size_t i = 0; i < n; ++i) {
     waiting[i] = preds_[i].size();
     pending[i] = ops_[i].kernels.size();
+    tail_pending[i] = ops_[i].tail.size();
     for (size_t p : preds_[i]) succs[p].push_back(i);
     if (waiting[i] == 0) {
       ready.push({launch_.eager_issue_s > 0 ? issued(i) : sc_core::SC_ZERO_TIME, i});
@@ -219,6 +223,12 @@ void WorkloadDriver::run() {
         progress = true;
         for (auto& [k, d] : ops_[i].kernels) d->submit(k);
       }
+      while (!tails.empty() && tails.top().first <= now) {
+        const size_t i = tails.top().second;
+        tails.pop();
+        progress = true;
+        for (auto& [k, d] : ops_[i].tail) d->submit(k);
+      }
       while (!landing.empty() && landing.top().first <= now) {
         const size_t i = landing.top().second;
         landing.pop();
@@ -229,7 +239,7 @@ void WorkloadDriver::run() {
     if (done_ == n) break;
     sc_core::sc_time next = sc_core::SC_ZERO_TIME;
     bool timed = false;
-    for (const Queue* q : {&ready, &starting, &landing})
+    for (const Queue* q : {&ready, &starting, &tails, &landing})
       if (!q->empty() && (!timed || q->top().first < next)) {
         next = q->top().first;
         timed = true;
@@ -246,7 +256,13 @@ void WorkloadDriver::run() {
       for (KernelRun* k : d->take_finished()) {
         const size_t i = static_cast<size_t>(k->index);
         ops_[i].end_s = std::max(ops_[i].end_s, k->end_s);
-        if (--pending[i] > 0) continue;
+        if (k->tail ? --tail_pending[i] > 0 : --pending[i] > 0) continue;
+        if (!k->tail && !ops_[i].tail.empty()) {
+          // The first kernel's grid completes, then the second launches as a dependent kernel.
+          const double at = ops_[i].end_s + (ops_[i].kernel_costs ? launch_.end_s + launch_.start_s : 0) + launch_.gap_s;
+          tails.push({std::max(sc_core::sc_time(at, sc_core::SC_SEC), sc_core::sc_time_stamp()), i});
+          continue;
+        }
         if (ops_[i].kernel_costs && launch_.end_s > 0) {
           ops_[i].end_s += launch_.end_s;
           landing.push({sc_core::sc_time(ops_[i].end_s, sc_core::SC_SEC), i});

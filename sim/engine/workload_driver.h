@@ -30,6 +30,9 @@ void start_slice(sc_core::sc_time until, bool& started, bool skip_empty);
 
 struct DriverOp {
   std::vector<std::pair<KernelRun*, CtaDispatcher*>> kernels;  // compute: one per simulated GPU
+  // A second kernel per simulated GPU (lower::LoweredOp::tail), launched when `kernels` are done:
+  // after their end cost, the launch gap and its own start cost.
+  std::vector<std::pair<KernelRun*, CtaDispatcher*>> tail;
   const CollectiveJob* collective = nullptr;                    // or a collective
   CollectiveRun* collective_run = nullptr;                      // where its result goes
   std::string label;                                            // "'name' (file:line)" for the watchdog

@@ -151,28 +151,86 @@ void AttentionProgram::decode_epilogue(uint64_t cta, StepWork& w) const {
   int64_t b, kvh, split;
   decode_coords(cta, b, kvh, split);
   const uint64_t real = static_cast<uint64_t>(decode_rows());
-  const uint64_t partial_bytes = real * static_cast<uint64_t>(d + 1) * 4;  // fp32 O rows and their log-sum-exp
-  const uint64_t pair = static_cast<uint64_t>(b * kv_heads + kvh);
-  auto partial = [&](int64_t p) {
-    return Strided{ws + (pair * static_cast<uint64_t>(splits - 1) + static_cast<uint64_t>(p)) * partial_bytes, 1, partial_bytes,
-                   partial_bytes};
-  };
-  if (split + 1 < splits) {
-    w.stores.push_back(partial(split));
-    w.fp32_ops = static_cast<double>(real) * static_cast<double>(d);  // 1/sum scaling
-    w.instr_simt = w.fp32_ops / 32.0;
-    w.instr_mem = 1;
+  w.fp32_ops = static_cast<double>(real) * static_cast<double>(d);  // 1/sum scaling
+  w.instr_simt = w.fp32_ops / 32.0;
+  if (splits > 1) {
+    // The partial rows (fp32) and their log-sum-exps, at row pair x rows of this split's slice.
+    const uint64_t pairs = static_cast<uint64_t>(batch * kv_heads), pair = static_cast<uint64_t>(b * kv_heads + kvh);
+    const uint64_t row = static_cast<uint64_t>(split) * pairs * real + pair * real;
+    const uint64_t o_bytes = real * static_cast<uint64_t>(d) * 4;
+    w.stores.push_back({o_acc + row * static_cast<uint64_t>(d) * 4, 1, o_bytes, o_bytes});
+    w.stores.push_back({lse_acc + row * 4, 1, real * 4, real * 4});
+    w.instr_mem = 2;
     return;
   }
-  // Combine: each partial rescaled by exp(lse_p - lse) and added.
-  for (int64_t p = 0; p + 1 < splits; ++p) w.loads.push_back(partial(p));
-  const double others = static_cast<double>(splits - 1);
-  w.fp32_ops = static_cast<double>(real) * static_cast<double>(d) * (1 + 2 * others) + static_cast<double>(real) * 3 * others;
-  w.sfu_ops = static_cast<double>(real) * others;
-  w.instr_simt = (w.fp32_ops + w.sfu_ops) / 32.0;
-  w.instr_mem = 1 + others;
   w.stores.push_back({o + bytes_of(static_cast<uint64_t>((b * sq * heads + kvh * group) * d), out_bits), static_cast<uint64_t>(sq),
                       bytes_of(static_cast<uint64_t>(group * d), out_bits), bytes_of(static_cast<uint64_t>(heads * d), out_bits)});
+  w.instr_mem = 1;
+}
+
+namespace {
+
+class AttentionCombine : public KernelProgram {
+ public:
+  int64_t rows = 0;          // output rows: batch x KV heads x decode rows, pair-major as the partials
+  int64_t d = 0, splits = 1;
+  int64_t per_cta = 4;       // rows a CTA takes
+  int out_bits = 16;
+  uint64_t o_acc = 0, lse_acc = 0, o = 0;
+
+  uint64_t num_ctas() const override { return div_up(static_cast<uint64_t>(rows), static_cast<uint64_t>(per_cta)); }
+  uint64_t steps(uint64_t) const override { return 1; }
+  // Row r0 and the rows of a CTA.
+  int64_t first(uint64_t cta) const { return static_cast<int64_t>(cta) * per_cta; }
+  int64_t count(uint64_t cta) const { return std::min(per_cta, rows - first(cta)); }
+  void prologue(uint64_t cta, StepWork& w) const override {
+    // The rows' log-sum-exps from every split, then the weights: the largest, the sum of
+    // exponentials, its log, and one exponential per split and row.
+    const uint64_t n = static_cast<uint64_t>(count(cta));
+    w.loads.push_back({lse_acc + static_cast<uint64_t>(first(cta)) * 4, static_cast<uint64_t>(splits), n * 4,
+                       static_cast<uint64_t>(rows) * 4});
+    const double lse = static_cast<double>(n * static_cast<uint64_t>(splits));
+    w.fp32_ops = 3 * lse;
+    w.sfu_ops = 2 * lse;
+    w.instr_simt = (w.fp32_ops + w.sfu_ops) / 32.0;
+    w.instr_mem = 1;
+  }
+  void step(uint64_t, uint64_t, StepWork&) const override {}
+  void epilogue(uint64_t cta, StepWork& w) const override {
+    // Once the weights are known: every split's partial rows in, one multiply-add per element.
+    const uint64_t n = static_cast<uint64_t>(count(cta)), row_bytes = static_cast<uint64_t>(d) * 4;
+    w.loads.push_back({o_acc + static_cast<uint64_t>(first(cta)) * row_bytes, static_cast<uint64_t>(splits), n * row_bytes,
+                       static_cast<uint64_t>(rows) * row_bytes});
+    w.fp32_ops = static_cast<double>(n) * static_cast<double>(d) * static_cast<double>(splits);
+    w.instr_simt = w.fp32_ops / 32.0;
+    w.instr_mem = static_cast<double>(splits) + 1;
+    // The output rows, in the order of the partials' (with one query per sequence, as laid out).
+    const uint64_t out_bytes = bytes_of(n * static_cast<uint64_t>(d), out_bits);
+    w.stores.push_back({o + bytes_of(static_cast<uint64_t>(first(cta) * d), out_bits), 1, out_bytes, out_bytes});
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<KernelProgram> make_attention_combine(const AttentionProgram& p) {
+  auto c = std::make_shared<AttentionCombine>();
+  c->rows = p.batch * p.kv_heads * p.decode_rows();
+  c->d = p.d;
+  c->splits = p.splits;
+  // FlashAttention's choice: as few rows per CTA as 128 threads load a row's partials with.
+  c->per_cta = p.d % 128 == 0 ? 4 : p.d % 64 == 0 ? 8 : 16;
+  c->out_bits = p.out_bits;
+  c->o_acc = p.o_acc;
+  c->lse_acc = p.lse_acc;
+  c->o = p.o;
+  c->stages = 1;
+  // The log-sum-exps of up to the next power of two of splits, per row and one more, in shared
+  // memory; 64 registers a thread (an assumption: the kernel is load-bound).
+  int64_t pow2 = 1;
+  while (pow2 < p.splits) pow2 *= 2;
+  c->resources = CtaResources{128, 128 * 64, static_cast<double>(pow2 * (c->per_cta + 1) * 4)};
+  c->description = "combine kernel: " + std::to_string(c->per_cta) + " rows per CTA from " + std::to_string(p.splits) + " splits";
+  return c;
 }
 
 void AttentionProgram::step(uint64_t cta, uint64_t s, StepWork& w) const {
@@ -248,14 +306,17 @@ LoweredOp Lowering::attention(const Op& op) {
   p->v = alloc(kv_tokens * static_cast<double>(op.kv_heads * op.head_dim) * ei);
   if (p->page > 0) p->table = alloc(static_cast<double>(op.batch * p->pages_per_seq()) * 4.0);
   p->o = alloc(static_cast<double>(op.batch * op.seq_q * op.heads * op.head_dim) * p->out_bits / 8.0);
-  if (p->splits > 1)
-    p->ws = alloc(static_cast<double>(op.batch * op.kv_heads * (p->splits - 1) * p->decode_rows() * (op.head_dim + 1)) * 4.0);
+  if (p->splits > 1) {
+    const double rows = static_cast<double>(op.batch * op.kv_heads * p->splits * p->decode_rows());
+    p->o_acc = alloc(rows * static_cast<double>(op.head_dim) * 4.0);
+    p->lse_acc = alloc(rows * 4.0);
+  }
   p->description = p->describe();
   if (p->page > 0) p->description += ", paged KV (" + std::to_string(p->page) + "-token pages)";
   if (p->decode)
     p->description += ", decode: " + std::to_string(p->decode_rows()) + " query row" + (p->decode_rows() > 1 ? "s" : "") +
                       " per KV head" + (p->splits > 1 ? ", KV split " + std::to_string(p->splits) + " ways (flash-decoding)" : "");
-  return finish(p, true);
+  return finish(p, true, p->splits > 1 ? make_attention_combine(*p) : nullptr);
 }
 
 }  // namespace xpusim::lower

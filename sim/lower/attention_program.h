@@ -32,13 +32,13 @@ class AttentionProgram : public KernelProgram {
 
   // Decode (flash-decoding): where the query rows of one KV head's group (seq_q x heads /
   // kv_heads) fit one MMA block, a CTA takes a (batch, KV head) pair with all its query heads,
-  // and the KV sequence is split over `splits` CTAs so that the pairs fill the SMs. Every split
-  // but the last stores its fp32 partial output and log-sum-exp to a workspace; the last
-  // (dispatched last) loads them and combines.
+  // and the KV sequence is split over `splits` CTAs so that the pairs fill the SMs. Split, every
+  // CTA stores its fp32 partial output rows and their log-sum-exps to a workspace, and a second
+  // kernel (make_attention_combine) combines them.
   bool decode = false;
   int64_t group = 1;   // query heads per KV head
   int64_t splits = 1;
-  uint64_t ws = 0;
+  uint64_t o_acc = 0, lse_acc = 0;  // the partials: [split][pair][decode row] x head_dim, and one fp32 each
   int64_t kv_blocks() const { return (skv + bkv - 1) / bkv; }
   int64_t split_begin(int64_t split) const { return kv_blocks() * split / splits; }  // in KV blocks
   int64_t decode_rows() const { return sq * group; }
@@ -76,6 +76,11 @@ class AttentionProgram : public KernelProgram {
   void kv_loads(int64_t b, int64_t kvh, int64_t k0, int64_t rows, StepWork& w) const;
   uint64_t q_addr(int64_t b, int64_t row, int64_t h) const;
 };
+
+// Flash-decoding's second kernel for a split decode program `p` (FlashAttention's splitkv
+// combine): each CTA of 128 threads takes a few output rows, loads their log-sum-exps from every
+// split, works out each split's weight, then loads the splits' partial rows and adds them.
+std::shared_ptr<KernelProgram> make_attention_combine(const AttentionProgram& p);
 
 std::shared_ptr<AttentionProgram> make_wgmma_attention();
 std::shared_ptr<AttentionProgram> make_tcgen05_attention();

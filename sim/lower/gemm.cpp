@@ -183,6 +183,16 @@ void GemmProgram::epilogue(uint64_t cta, StepWork& w) const {
   tile_of(tile, bi, tm, tn);
   const uint64_t rows_m = static_cast<uint64_t>(std::min(bm, M - tm * bm));
   const uint64_t row_bytes = static_cast<uint64_t>(std::min(bn, N - tn * bn)) * 4;
+  if (reduce_kernel) {
+    // This split's copy of the output, in fp32; the second kernel adds the copies.
+    const uint64_t copy = (split * static_cast<uint64_t>(batch) + static_cast<uint64_t>(bi)) * static_cast<uint64_t>(M * N);
+    w.stores.push_back({ws + (copy + static_cast<uint64_t>(tm * bm * N + tn * bn)) * 4, rows_m, row_bytes,
+                        static_cast<uint64_t>(N) * 4});
+    w.instr_mem += 1;
+    w.fp32_ops += static_cast<double>(bm * bn);  // the accumulators out through shared memory
+    w.instr_simt += static_cast<double>(bm * bn) / 32.0;
+    return;
+  }
   // Partial tile p of this tile: rows_m rows of fp32, packed.
   auto partial = [&](uint64_t p) {
     const uint64_t base = ws + (tile * static_cast<uint64_t>(splits - 1) + p) * static_cast<uint64_t>(bm * bn) * 4;
@@ -242,9 +252,66 @@ double GemmProgram::reduction_s(const config::GpuConfig& gpu, int64_t s) const {
   const SmParams& sm = gpu.sm;
   const double idle_latency = (sm.l1_latency_cycles + gpu.l2.hit_latency_cycles) / sm.clock_hz +
                               gpu.hbm.controller_latency_s + gpu.hbm.tRCD + gpu.hbm.tCL;
+  if (reduce_kernel) {
+    // Every split's copy of the output written and read back through the L2, the adds spread
+    // over the SMs, and the second kernel's launch (the first one's end, the gap, its start),
+    // its loads' round trip and its output.
+    const KernelLibParams& kl = gpu.kernels;
+    const double outputs = static_cast<double>(batch) * M * N;
+    return outputs * 4.0 * 2.0 * static_cast<double>(s) / gpu.l2.bandwidth + idle_latency +
+           outputs * static_cast<double>(s) / (sm.fp32_lanes * sm.count) / sm.clock_hz +
+           outputs * out_bits / 8.0 / gpu.l2.bandwidth + kl.kernel_end_s + kl.launch_gap_s + kl.kernel_start_s;
+  }
   const double partial_bytes = static_cast<double>(tiles()) * static_cast<double>(bm * bn) * 4.0 * 2.0 * static_cast<double>(s - 1);
   return partial_bytes / gpu.l2.bandwidth + idle_latency +
          static_cast<double>(bm * bn) * static_cast<double>(s - 1) / sm.fp32_lanes / sm.clock_hz;
+}
+
+namespace {
+
+class SplitKReduce : public KernelProgram {
+ public:
+  uint64_t elements = 0;  // output elements, batches included
+  uint64_t per_cta = 1024;
+  int64_t splits = 2;
+  int out_bits = 16;
+  uint64_t ws = 0, c = 0;
+
+  uint64_t num_ctas() const override { return div_up(elements, per_cta); }
+  uint64_t steps(uint64_t) const override { return 1; }
+  uint64_t count(uint64_t cta) const { return std::min(per_cta, elements - cta * per_cta); }
+  void step(uint64_t cta, uint64_t, StepWork& w) const override {
+    // The run's element in every split's copy: one load per split, one add per element and copy.
+    const uint64_t n = count(cta);
+    w.loads.push_back({ws + cta * per_cta * 4, static_cast<uint64_t>(splits), n * 4, elements * 4});
+    w.fp32_ops = static_cast<double>(n) * static_cast<double>(splits);
+    w.instr_simt = w.fp32_ops / 32.0;
+    w.instr_mem = static_cast<double>(splits) * static_cast<double>(n) / (static_cast<double>(resources.threads) * 4);
+  }
+  void epilogue(uint64_t cta, StepWork& w) const override {
+    const uint64_t bytes = bytes_of(count(cta), out_bits);
+    w.stores.push_back({c + bytes_of(cta * per_cta, out_bits), 1, bytes, bytes});
+    w.instr_mem = 1;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<KernelProgram> make_split_k_reduce(const GemmProgram& p) {
+  auto r = std::make_shared<SplitKReduce>();
+  r->elements = static_cast<uint64_t>(p.batch * p.M * p.N);
+  r->splits = p.splits;
+  r->out_bits = p.out_bits;
+  r->ws = p.ws;
+  r->c = p.c;
+  r->stages = 1;
+  // An assumption: 256 threads of four fp32 elements each (one 16-byte load per split); the
+  // kernel is bound by its loads, not by its shape.
+  r->per_cta = 1024;
+  r->resources = CtaResources{256, 256 * 32, 0};
+  r->description = "split-K reduction kernel: " + std::to_string(r->per_cta) + " outputs per CTA from " +
+                   std::to_string(p.splits) + " partials";
+  return r;
 }
 
 void GemmProgram::choose_splits(const config::GpuConfig& gpu, double eff_rate) {
@@ -327,6 +394,7 @@ void GemmProgram::choose_stream_k(const config::GpuConfig& gpu, double eff_rate)
 }
 
 void GemmProgram::written(double max_bytes, std::vector<Strided>& out) const {
+  if (splits > 1 && reduce_kernel) return KernelProgram::written(max_bytes, out);  // the partials
   last_stores(tiles(), max_bytes, [this](uint64_t t, StepWork& w) { tile_epilogue(t, w); }, out);
 }
 
@@ -477,6 +545,7 @@ LoweredOp Lowering::gemm(const Op& op) {
   p->tiles_n = static_cast<int64_t>(div_up(static_cast<uint64_t>(p->N), static_cast<uint64_t>(p->bn)));
   // Split-K where a skinny GEMM leaves SMs idle (one CTA per tile; tcgen05's persistent CTAs
   // balance their own work).
+  p->reduce_kernel = kl.gemm_split_k_reduction == "kernel";
   if (!tcgen05 && kl.gemm_split_k) p->choose_splits(gpu_, rate * (op.sparse_2_4 ? 2 : 1));
   // Stream-K where the tiles leave a ragged last wave (tcgen05's persistent CTAs balance their own).
   if (!tcgen05 && kl.gemm_stream_k) p->choose_stream_k(gpu_, rate * (op.sparse_2_4 ? 2 : 1));
@@ -495,17 +564,20 @@ LoweredOp Lowering::gemm(const Op& op) {
   if (p->scale_group > 0)
     p->scales = alloc(b_sets * std::ceil(static_cast<double>(p->K) / static_cast<double>(p->scale_group)) * p->N * p->scale_bits / 8.0);
   p->c = alloc(static_cast<double>(p->batch) * p->M * p->N * p->out_bits / 8.0);
-  if (p->splits > 1) p->ws = alloc(static_cast<double>(p->tiles()) * static_cast<double>(p->splits - 1) * p->bm * p->bn * 4.0);
+  if (p->splits > 1)
+    p->ws = p->reduce_kernel ? alloc(static_cast<double>(p->splits) * static_cast<double>(p->batch) * p->M * p->N * 4.0)
+                             : alloc(static_cast<double>(p->tiles()) * static_cast<double>(p->splits - 1) * p->bm * p->bn * 4.0);
   if (p->sk_ctas > 0) p->sk_ws = alloc(static_cast<double>(p->sk_ctas) * p->bm * p->bn * 4.0);
   std::string d = p->describe();
-  if (p->splits > 1) d += ", split-K " + std::to_string(p->splits) + " (serial reduction)";
+  if (p->splits > 1 && !p->reduce_kernel) d += ", split-K " + std::to_string(p->splits) + " (serial reduction)";
+  if (p->splits > 1 && p->reduce_kernel) d += ", split-K " + std::to_string(p->splits);
   if (p->sk_ctas > 0)
     d += ", stream-K: " + std::to_string(p->tiles() - p->dp_tiles) + " tiles over " + std::to_string(p->sk_ctas) + " CTAs" +
          (p->dp_tiles > 0 ? " after " + std::to_string(p->dp_tiles) + " data-parallel" : "");
   if (op.weight_only())
     d += ", " + op.weight_format + " weights" + (p->dequant_ops > 0 ? " converted to " + std::string(dtype_name(op.dtype)) : " (native block scaling)");
   p->description = d;
-  return finish(p, !simt);
+  return finish(p, !simt, p->splits > 1 && p->reduce_kernel ? make_split_k_reduce(*p) : nullptr);
 }
 
 }  // namespace xpusim::lower

@@ -46,11 +46,14 @@ class GemmProgram : public KernelProgram {
   uint64_t tiles() const { return static_cast<uint64_t>(batch * tiles_m * tiles_n); }
   uint64_t k_steps() const;
 
-  // Split-K (serial reduction, as cuBLAS and CUTLASS run skinny GEMMs): each output tile's K
-  // steps are cut into `splits` nearly equal ranges, one CTA each. Every split but the last
-  // stores its fp32 partial tile to a workspace; the last split's CTA loads them, adds them to
-  // its own and stores the output. 1: no split.
+  // Split-K (as cuBLAS and CUTLASS run skinny GEMMs): each output tile's K steps are cut into
+  // `splits` nearly equal ranges, one CTA each. With `reduce_kernel` (cuBLAS), every split stores
+  // its fp32 partial tile to a workspace laid out as `splits` copies of the output, and a second
+  // kernel (make_split_k_reduce) adds them and writes the output; else (CUTLASS's serial
+  // split-K) every split but the last stores its partial and the last split's CTA loads them,
+  // adds them to its own and stores the output. 1: no split.
   int64_t splits = 1;
+  bool reduce_kernel = false;
   uint64_t ws = 0;  // the partials' workspace
   uint64_t split_first(uint64_t split) const;  // first K step of a split
   uint64_t split_steps(uint64_t split) const { return split_first(split + 1) - split_first(split); }
@@ -107,7 +110,8 @@ class GemmProgram : public KernelProgram {
   // That estimate for `s` splits of the chosen tile.
   double split_estimate_s(const config::GpuConfig& gpu, int64_t s, double eff_rate) const;
   // What the estimate charges `s` splits for their reduction: the partials written and read
-  // back through the L2, one idle load latency for the last split to wait for them, and the adds.
+  // back through the L2, one idle load latency to wait for them, and the adds; with a reduction
+  // kernel, also its launch (the first kernel's end, the gap, its start) and its output's store.
   double reduction_s(const config::GpuConfig& gpu, int64_t s) const;
   // The output tiles, whichever CTAs store them (persistent variants store several per CTA).
   void written(double max_bytes, std::vector<Strided>& out) const override;
@@ -163,6 +167,10 @@ class GemmProgram : public KernelProgram {
 };
 
 // The variants (gemm_sm90.cpp, gemm_sm100.cpp, gemm_mma_sync.cpp, gemm_simt.cpp).
+// Split-K's second kernel for `p` (reduce_kernel): CTAs of 256 threads, each adding the
+// partials of a run of output elements and storing them in the output format.
+std::shared_ptr<KernelProgram> make_split_k_reduce(const GemmProgram& p);
+
 std::shared_ptr<GemmProgram> make_wgmma_gemm();
 std::shared_ptr<GemmProgram> make_tcgen05_gemm();
 std::shared_ptr<GemmProgram> make_simt_gemm();

@@ -24,7 +24,7 @@ uint64_t Lowering::alloc(double bytes) {
 
 int Lowering::ctas_per_sm(const CtaResources& r) const { return occupancy(gpu_.sm, r); }
 
-LoweredOp Lowering::finish(std::shared_ptr<KernelProgram> p, bool tensor) {
+LoweredOp Lowering::finish(std::shared_ptr<KernelProgram> p, bool tensor, std::shared_ptr<KernelProgram> tail) {
   LoweredOp out;
   out.ctas_per_sm = ctas_per_sm(p->resources);
   out.waves = out.ctas_per_sm > 0 ? static_cast<double>(p->num_ctas()) / (gpu_.sm.count * out.ctas_per_sm) : 0;
@@ -33,6 +33,11 @@ LoweredOp Lowering::finish(std::shared_ptr<KernelProgram> p, bool tensor) {
   os << p->description << ", " << p->num_ctas() << " CTAs, " << out.ctas_per_sm << " CTA/SM, " << std::fixed;
   os.precision(2);
   os << out.waves << " waves";
+  if (tail) {
+    tail->description += ", " + std::to_string(tail->num_ctas()) + " CTAs";
+    os << "; then " << tail->description;
+    out.tail = std::move(tail);
+  }
   p->description = os.str();
   out.program = std::move(p);
   return out;

@@ -13,6 +13,10 @@ namespace xpusim::lower {
 
 struct LoweredOp {
   std::shared_ptr<const KernelProgram> program;
+  // A second kernel the library launches right after the first on the same stream, where the
+  // first leaves partial results: cuBLAS's split-K reduction, flash-decoding's combine. It pays
+  // its own launch gap and grid start and end (kernels.*); the op ends when it does.
+  std::shared_ptr<const KernelProgram> tail;
   int ctas_per_sm = 0;  // occupancy limit of this kernel
   double waves = 0;     // CTAs / (SMs x ctas_per_sm)
   bool uses_tensor_cores = false;
@@ -38,7 +42,8 @@ class Lowering {
   LoweredOp attention(const trace::Op& op);
   LoweredOp microbenchmark(const trace::Op& op);
   LoweredOp delay(const trace::Op& op);
-  LoweredOp finish(std::shared_ptr<KernelProgram> p, bool tensor);
+  // The op's kernel (and `tail`, a second kernel after it) with its occupancy and description.
+  LoweredOp finish(std::shared_ptr<KernelProgram> p, bool tensor, std::shared_ptr<KernelProgram> tail = nullptr);
 
   const config::GpuConfig& gpu_;
   uint64_t next_addr_ = uint64_t{1} << 32;

@@ -40,6 +40,15 @@ trace::Op gemm_op(int64_t m, int64_t n, int64_t k, Dtype d = Dtype::bf16) {
   return op;
 }
 
+trace::Op decode_op(int64_t batch, int64_t heads, int64_t kv_heads, int64_t kv) {
+  trace::Op op;
+  op.name = "a";
+  op.kind = trace::OpKind::attention;
+  op.dtype = op.out_dtype = Dtype::fp16;
+  op.batch = batch, op.heads = heads, op.kv_heads = kv_heads, op.seq_q = 1, op.seq_kv = kv, op.head_dim = 128;
+  return op;
+}
+
 // Bytes stored and loaded over every CTA's whole program.
 struct Traffic {
   double stores = 0, loads = 0, macs = 0;
@@ -56,23 +65,49 @@ Traffic traffic(const KernelProgram& p) {
 }  // namespace
 
 TEST_CASE("split-K: the same MACs as the unsplit kernel, partials written once and read back once", "[sim][serving]") {
-  const auto on = config::load_config(kH100), off = config::load_config(kH100, {"kernels.gemm.split_k=false"});
-  lower::Lowering lon(on.chip.gpu), loff(off.chip.gpu);
+  const auto off = config::load_config(kH100, {"kernels.gemm.split_k=false"});
+  lower::Lowering loff(off.chip.gpu);
   const trace::Op op = gemm_op(1, 1280, 8192);  // Llama-2-70B TP=8 QKV at batch 1: 20 tiles on 132 SMs
-  const auto split = std::dynamic_pointer_cast<const lower::GemmProgram>(lon.lower(op).program);
   const auto whole = std::dynamic_pointer_cast<const lower::GemmProgram>(loff.lower(op).program);
-  REQUIRE(split);
   REQUIRE(whole);
-  REQUIRE(split->splits > 1);
   CHECK(whole->splits == 1);
-  CHECK(split->num_ctas() == whole->num_ctas() * static_cast<uint64_t>(split->splits));
-  const Traffic s = traffic(*split), w = traffic(*whole);
-  CHECK(s.macs == Approx(w.macs));
-  // Each tile's partials: (splits - 1) of them, stored once and loaded once by the last split,
-  // as fp32 of the tile's real rows and columns; the bf16 output as the unsplit kernel stores it.
-  const double partials = static_cast<double>(whole->tiles()) * static_cast<double>(split->splits - 1) * 1 * 64 * 4;
-  CHECK(s.stores == Approx(w.stores + partials));
-  CHECK(s.loads == Approx(w.loads + partials));
+  const Traffic w = traffic(*whole);
+  const double out = 1 * 1280 * 2, partial = 1 * 1280 * 4;  // the bf16 output; one fp32 copy of it
+  // The op lowered with split-K under these overrides, and its split kernel.
+  auto lowered = [&](const std::vector<std::string>& overrides, std::shared_ptr<const lower::GemmProgram>& split) {
+    const auto on = config::load_config(kH100, overrides);
+    lower::LoweredOp lo = lower::Lowering(on.chip.gpu).lower(op);
+    split = std::dynamic_pointer_cast<const lower::GemmProgram>(lo.program);
+    REQUIRE(split);
+    REQUIRE(split->splits > 1);
+    CHECK(split->num_ctas() == whole->num_ctas() * static_cast<uint64_t>(split->splits));
+    CHECK(traffic(*split).macs == Approx(w.macs));
+    return lo;
+  };
+  std::shared_ptr<const lower::GemmProgram> split;
+
+  SECTION("a second kernel adds the partials (cuBLAS's splitKreduce)") {
+    const lower::LoweredOp lo = lowered({}, split);
+    REQUIRE(lo.tail);
+    const Traffic s = traffic(*split), r = traffic(*lo.tail);
+    // Every split stores its fp32 copy of the output and no output; the second kernel loads
+    // every copy once and stores the output as the unsplit kernel does.
+    const double copies = static_cast<double>(split->splits) * partial;
+    CHECK(s.stores == Approx(copies));
+    CHECK(s.loads == Approx(w.loads));
+    CHECK(r.loads == Approx(copies));
+    CHECK(r.stores == Approx(w.stores));
+    CHECK(w.stores == Approx(out));
+  }
+  SECTION("the last split adds them (CUTLASS's serial split-K)") {
+    CHECK_FALSE(lowered({"kernels.gemm.split_k_reduction=serial"}, split).tail);
+    const Traffic s = traffic(*split);
+    // Each tile's partials: (splits - 1) of them, stored once and loaded once by the last split,
+    // as fp32 of the tile's real rows and columns; the bf16 output as the unsplit kernel stores it.
+    const double partials = static_cast<double>(whole->tiles()) * static_cast<double>(split->splits - 1) * 1 * 64 * 4;
+    CHECK(s.stores == Approx(w.stores + partials));
+    CHECK(s.loads == Approx(w.loads + partials));
+  }
 }
 
 TEST_CASE("split-K never loses to the unsplit kernel by more than the reduction's cost", "[sim][serving]") {
@@ -152,20 +187,24 @@ TEST_CASE("stream-K runs where the last wave is ragged and never loses by more t
 TEST_CASE("decode attention: a KV head's query group per CTA, K and V read once, the split combined", "[sim][serving]") {
   const auto cfg = config::load_config(kH100), padded = config::load_config(kH100, {"kernels.attention.decode=false"});
   lower::Lowering l(cfg.chip.gpu), lp(padded.chip.gpu);
-  trace::Op op;
-  op.name = "a";
-  op.kind = trace::OpKind::attention;
-  op.dtype = op.out_dtype = Dtype::fp16;
-  op.batch = 2, op.heads = 8, op.kv_heads = 1, op.seq_q = 1, op.seq_kv = 4096, op.head_dim = 128;
+  trace::Op op = decode_op(2, 8, 1, 4096);
   const auto p = std::dynamic_pointer_cast<const lower::AttentionProgram>(l.lower(op).program);
   REQUIRE(p);
   CHECK(p->decode);
   CHECK(p->splits > 1);  // 2 (sequence, KV head) pairs on 132 SMs: split the KV
   const Traffic t = traffic(*p);
   const double kv = 2.0 * 2 * 4096 * 128 * 2, q = 2.0 * 8 * 128 * 2, out = q;
-  const double partial = 2.0 * static_cast<double>(p->splits - 1) * 8 * 129 * 4;  // fp32 O rows and LSE per pair
-  CHECK(t.loads == Approx(kv + q * static_cast<double>(p->splits) + partial));  // each split loads its Q
-  CHECK(t.stores == Approx(out + partial));
+  // Every split stores its fp32 O rows and their log-sum-exps for both pairs; the combine kernel
+  // loads each once and stores the output.
+  const double partial = 2.0 * static_cast<double>(p->splits) * 8 * 129 * 4;
+  CHECK(t.loads == Approx(kv + q * static_cast<double>(p->splits)));  // each split loads its Q
+  CHECK(t.stores == Approx(partial));
+  const lower::LoweredOp lo = l.lower(op);
+  REQUIRE(lo.tail);
+  const Traffic c = traffic(*lo.tail);
+  CHECK(c.loads == Approx(partial));
+  CHECK(c.stores == Approx(out));
+  CHECK(lo.tail->num_ctas() == 2 * 8 / 4);  // FlashAttention's 4 rows per CTA at head_dim 128
   // 64-row MMA blocks for the 8 rows of the group, against a 128-row tile per query head.
   const Traffic tp = traffic(*lp.lower(op).program);
   CHECK(tp.macs == Approx(t.macs * 8 * 2));
@@ -198,6 +237,26 @@ TEST_CASE("per-kernel costs: the launch gap, the grid's start and end, and eager
   CHECK(eager["total"]["time_s"].as<double>() > 80e-6);
 }
 
+TEST_CASE("a second kernel (split-K's reduction, flash-decoding's combine) pays its own launch", "[sim][serving]") {
+  // Split 8 ways over 1K tokens: the combine runs after the split kernel, each with its grid's
+  // start and end, the launch gap between them.
+  const std::string t = decode_trace(1, 8, 1, 1024);
+  const std::vector<std::string> none = {"kernels.launch_gap=0 s", "kernels.kernel_start=0 s", "kernels.kernel_end=0 s"};
+  const std::vector<std::string> costs = {"kernels.launch_gap=0.3 us", "kernels.kernel_start=0.5 us", "kernels.kernel_end=0.25 us"};
+  const double bare = op_time(simulate(kH100, t, none)), paid = op_time(simulate(kH100, t, costs));
+  CHECK(paid - bare == Approx(2 * 0.75e-6 + 0.3e-6).epsilon(0.02));
+  // The op is reported as one, both kernels named.
+  const auto cfg = config::load_config(kH100);
+  lower::Lowering l(cfg.chip.gpu);
+  REQUIRE(l.lower(decode_op(1, 8, 1, 1024)).tail);
+  const YAML::Node r = simulate(kH100, t, none);
+  CHECK(r["ops"][0]["lowering"]["description"].as<std::string>().find("; then combine kernel") != std::string::npos);
+  // A GEMM split with a reduction kernel likewise.
+  const double g_bare = op_time(simulate(kH100, gemm_trace(1, 1280, 8192), none));
+  const double g_paid = op_time(simulate(kH100, gemm_trace(1, 1280, 8192), costs));
+  CHECK(g_paid - g_bare == Approx(2 * 0.75e-6 + 0.3e-6).epsilon(0.05));
+}
+
 TEST_CASE("attention with 256-wide heads narrows its tiles until a CTA fits an SM", "[sim][serving]") {
   const auto cfg = config::load_config(kH100);
   lower::Lowering l(cfg.chip.gpu);
@@ -221,11 +280,7 @@ TEST_CASE("attention with 256-wide heads narrows its tiles until a CTA fits an S
 TEST_CASE("paged KV: the same K and V rows read through block tables, scattered in the pool", "[sim][serving]") {
   const auto cfg = config::load_config(kH100);
   lower::Lowering l(cfg.chip.gpu);
-  trace::Op op;
-  op.name = "a";
-  op.kind = trace::OpKind::attention;
-  op.dtype = op.out_dtype = Dtype::fp16;
-  op.batch = 4, op.heads = 8, op.kv_heads = 2, op.seq_q = 1, op.seq_kv = 1000, op.head_dim = 128;
+  trace::Op op = decode_op(4, 8, 2, 1000);
   const Traffic flat = traffic(*l.lower(op).program);
   for (int64_t page : {16, 64, 256}) {
     op.kv_page = page;
