@@ -461,7 +461,7 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
         const KernelRun& t = tails[i].front();
         r.run.counters += t.counters;
         r.run.end_s = t.end_s;
-        r.run.extrapolated_ctas += t.extrapolated_ctas;
+        // Its CTAs are not among the op's reported CTAs, so neither are any it extrapolated.
         r.run.extrapolated_s += t.extrapolated_s;
         r.run.skipped_steps += t.skipped_steps;
         for (const KernelRun& k : tails[i]) r.all_devices += k.counters;
