@@ -141,7 +141,7 @@ void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tic
 
 void WorkloadDriver::run() {
   const size_t n = ops_.size();
-  std::vector<size_t> waiting(n), pending(n), tail_pending(n);
+  std::vector<size_t> waiting(n), pending(n);  // pending: kernels of the op (then of its second kernel) running
   std::vector<std::vector<size_t>> succs(n);
   // Times are kept in the kernel's own time unit (quantised once): comparing seconds held as
   // doubles against the simulation clock could leave a sub-resolution gap that a timed wait
@@ -157,7 +157,6 @@ void WorkloadDriver::run() {
   for (size_t i = 0; i < n; ++i) {
     waiting[i] = preds_[i].size();
     pending[i] = ops_[i].kernels.size();
-    tail_pending[i] = ops_[i].tail.size();
     for (size_t p : preds_[i]) succs[p].push_back(i);
     if (waiting[i] == 0) {
       ready.push({launch_.eager_issue_s > 0 ? issued(i) : sc_core::SC_ZERO_TIME, i});
@@ -256,9 +255,10 @@ void WorkloadDriver::run() {
       for (KernelRun* k : d->take_finished()) {
         const size_t i = static_cast<size_t>(k->index);
         ops_[i].end_s = std::max(ops_[i].end_s, k->end_s);
-        if (k->tail ? --tail_pending[i] > 0 : --pending[i] > 0) continue;
+        if (--pending[i] > 0) continue;
         if (!k->tail && !ops_[i].tail.empty()) {
           // The first kernel's grid completes, then the second launches as a dependent kernel.
+          pending[i] = ops_[i].tail.size();
           const double at = ops_[i].end_s + (ops_[i].kernel_costs ? launch_.end_s + launch_.start_s : 0) + launch_.gap_s;
           tails.push({std::max(sc_core::sc_time(at, sc_core::SC_SEC), sc_core::sc_time_stamp()), i});
           continue;

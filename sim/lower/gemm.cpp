@@ -15,6 +15,15 @@ namespace xpusim::lower {
 using trace::Op;
 using trace::OpKind;
 
+namespace {
+// An unloaded load that misses the L2: the SM's L1, the L2's hit latency, then the memory
+// controller and a closed bank's activate and read (the split and stream-K estimates).
+double idle_load_latency_s(const config::GpuConfig& gpu) {
+  return (gpu.sm.l1_latency_cycles + gpu.l2.hit_latency_cycles) / gpu.sm.clock_hz + gpu.hbm.controller_latency_s +
+         gpu.hbm.tRCD + gpu.hbm.tCL;
+}
+}  // namespace
+
 uint64_t GemmProgram::k_steps() const { return div_up(static_cast<uint64_t>(K), static_cast<uint64_t>(bk)); }
 
 void GemmProgram::tile_of(uint64_t tile, int64_t& bi, int64_t& tm, int64_t& tn) const {
@@ -224,8 +233,7 @@ double GemmProgram::split_estimate_s(const config::GpuConfig& gpu, int64_t s, do
   const double waves = std::ceil(ctas / slots);
   // Load latency: under full load the queues in the L2 and the memory controllers about double
   // the idle latency (an assumption of this heuristic).
-  const double idle_latency = (sm.l1_latency_cycles + gpu.l2.hit_latency_cycles) / sm.clock_hz +
-                              gpu.hbm.controller_latency_s + gpu.hbm.tRCD + gpu.hbm.tCL;
+  const double idle_latency = idle_load_latency_s(gpu);
   const double loaded_latency = 2 * idle_latency;
   // The SMs' tensor work wave by wave, or a CTA's K loop where each round trip of loads brings
   // only `stages` steps.
@@ -250,8 +258,7 @@ double GemmProgram::split_estimate_s(const config::GpuConfig& gpu, int64_t s, do
 double GemmProgram::reduction_s(const config::GpuConfig& gpu, int64_t s) const {
   if (s <= 1) return 0;
   const SmParams& sm = gpu.sm;
-  const double idle_latency = (sm.l1_latency_cycles + gpu.l2.hit_latency_cycles) / sm.clock_hz +
-                              gpu.hbm.controller_latency_s + gpu.hbm.tRCD + gpu.hbm.tCL;
+  const double idle_latency = idle_load_latency_s(gpu);
   if (reduce_kernel) {
     // Every split's copy of the output written and read back through the L2, the adds spread
     // over the SMs, and the second kernel's launch (the first one's end, the gap, its start),
@@ -272,6 +279,8 @@ namespace {
 class SplitKReduce : public KernelProgram {
  public:
   uint64_t elements = 0;  // output elements, batches included
+  // An assumption: 256 threads of four fp32 elements each (one 16-byte load per split); the
+  // kernel is bound by its loads, not by its shape.
   uint64_t per_cta = 1024;
   int64_t splits = 2;
   int out_bits = 16;
@@ -305,9 +314,6 @@ std::shared_ptr<KernelProgram> make_split_k_reduce(const GemmProgram& p) {
   r->ws = p.ws;
   r->c = p.c;
   r->stages = 1;
-  // An assumption: 256 threads of four fp32 elements each (one 16-byte load per split); the
-  // kernel is bound by its loads, not by its shape.
-  r->per_cta = 1024;
   r->resources = CtaResources{256, 256 * 32, 0};
   r->description = "split-K reduction kernel: " + std::to_string(r->per_cta) + " outputs per CTA from " +
                    std::to_string(p.splits) + " partials";
@@ -347,8 +353,7 @@ double GemmProgram::stream_k_estimate_s(const config::GpuConfig& gpu, double eff
   const double per_cta = std::ceil(sk_iters / static_cast<double>(ctas));
   const double step_s = static_cast<double>(bm * bn * bk) / eff_rate / sm.clock_hz;
   const double dp_waves = std::ceil(static_cast<double>(dp) / (static_cast<double>(sm.count) * cps));
-  const double idle_latency = (sm.l1_latency_cycles + gpu.l2.hit_latency_cycles) / sm.clock_hz +
-                              gpu.hbm.controller_latency_s + gpu.hbm.tRCD + gpu.hbm.tCL;
+  const double idle_latency = idle_load_latency_s(gpu);
   const double loaded_latency = 2 * idle_latency;
   const double per_sm = std::min<double>(cps, std::ceil(static_cast<double>(ctas) / sm.count));
   const double loop = std::max(1, stages);
@@ -569,8 +574,7 @@ LoweredOp Lowering::gemm(const Op& op) {
                              : alloc(static_cast<double>(p->tiles()) * static_cast<double>(p->splits - 1) * p->bm * p->bn * 4.0);
   if (p->sk_ctas > 0) p->sk_ws = alloc(static_cast<double>(p->sk_ctas) * p->bm * p->bn * 4.0);
   std::string d = p->describe();
-  if (p->splits > 1 && !p->reduce_kernel) d += ", split-K " + std::to_string(p->splits) + " (serial reduction)";
-  if (p->splits > 1 && p->reduce_kernel) d += ", split-K " + std::to_string(p->splits);
+  if (p->splits > 1) d += ", split-K " + std::to_string(p->splits) + (p->reduce_kernel ? "" : " (serial reduction)");
   if (p->sk_ctas > 0)
     d += ", stream-K: " + std::to_string(p->tiles() - p->dp_tiles) + " tiles over " + std::to_string(p->sk_ctas) + " CTAs" +
          (p->dp_tiles > 0 ? " after " + std::to_string(p->dp_tiles) + " data-parallel" : "");
