@@ -9,10 +9,14 @@ mm, addmm, bmm, matmul, linear -> gemm; scaled_dot_product_attention (and its fl
 and cuDNN variants) -> attention; conv2d/convolution -> conv2d; layer_norm, softmax -> row-wise
 ops; mean/sum -> reduction; add, mul, sub, div, gelu, silu, relu, tanh, sigmoid and the like ->
 elementwise. Ops under a mapped op (aten::t under aten::linear, the kernels of a convolution)
-belong to it, except copies (aten::clone, as reshape, contiguous and matmul make of strided
-inputs), which are kernels of their own and become elementwise copies before the op. Any other op that ran GPU kernels is kept as a `delay` op lasting its kernels'
-measured time, and listed in a warning with its count; ops with no GPU work (views, reshapes)
-are counted in the summary. Ops run in profile order on stream 0.
+belong to it, except elementwise ops under a GEMM, convolution, attention or row-wise op (the
+copies that reshape, contiguous and matmul make of strided inputs; a convolution's bias add),
+which are kernels of their own and become ops of their own. An elementwise op whose operands are
+not in one dense layout (a transposed view, a broadcast operand, by the recorded strides) is
+marked `contiguous: false`: PyTorch runs its legacy kernel for it. Any other op that ran GPU
+kernels is kept as a `delay` op lasting its kernels' measured time, and listed in a warning with
+its count; ops with no GPU work (views, reshapes) are counted in the summary. Ops run in the
+order of their first kernels on stream 0.
 """
 import argparse
 import ast
@@ -126,8 +130,51 @@ def convert(e, name):
             return None
         out = max(t, key=prod)
         inputs = sum(1 for d in t if prod(d) == prod(out))
-        return {**base, "kind": "elementwise", "shape": [prod(out)], "inputs": max(1, inputs)}
+        if op == "aten::copy_":
+            inputs = 1  # the source; the destination is written
+        ew = {**base, "kind": "elementwise", "shape": [prod(out)], "inputs": max(1, inputs)}
+        if not contiguous_operands(e, out):
+            ew["contiguous"] = False
+        return ew
     return None
+
+
+def dense_layout(dims, strides):
+    """The order of dims, outermost first, in which (dims, strides) is a dense tensor; None if it
+    has gaps, overlaps or a broadcast (stride-0) dimension. Dimensions of size 1 are left out."""
+    d = sorted(((st, n, i) for i, (n, st) in enumerate(zip(dims, strides)) if n != 1), reverse=True)
+    expect = 1
+    for st, n, _ in reversed(d):
+        if st != expect:
+            return None
+        expect *= n
+    return [i for _, _, i in d]
+
+
+def contiguous_operands(e, out):
+    """False when PyTorch's TensorIterator would find the op's tensor operands not in one dense
+    layout (is_contiguous() false: a transposed or strided view, a broadcast operand), so that it
+    runs the legacy elementwise kernel; True when they are, or when the profile has no strides."""
+    dims, strides = e["args"].get("Input Dims") or [], e["args"].get("Input Strides")
+    if not isinstance(strides, list):
+        return True
+    copy = e["name"] in ("aten::clone", "aten::contiguous", "aten::copy_", "aten::to", "aten::_to_copy")
+    layouts = []
+    for i, (d, st) in enumerate(zip(dims, strides)):
+        if not (isinstance(d, list) and d and isinstance(st, list) and len(st) == len(d)):
+            continue  # a scalar or a non-tensor argument
+        if e["name"] == "aten::copy_" and i == 0:
+            continue  # the destination: the copy's output
+        if prod(d) != prod(out):
+            return False  # broadcast to the output's shape (a one-element tensor too: only
+            #               Python numbers, recorded without dims, are passed as scalars)
+        layout = dense_layout(d, st)
+        if layout is None:
+            return False
+        layouts.append(layout)
+    if copy:  # the copy's output is a new contiguous tensor
+        layouts.append(dense_layout(out, [prod(out[j + 1:]) for j in range(len(out))]))
+    return all(lay == layouts[0] for lay in layouts)
 
 
 def known(name):
@@ -192,24 +239,29 @@ def import_profile(events):
             stack.pop()
         parent[i] = stack[-1] if stack else None
         stack.append(i)
-    # The op each one belongs to: its outermost known ancestor (or itself), else its root; but a
-    # copy (aten::clone: the contiguous copy a reshape or matmul makes of a strided input) is a
-    # kernel of its own, so the innermost clone in the chain owns what is under it.
+    # The op each one belongs to: its outermost known ancestor (or itself), else its root; but an
+    # elementwise op under a mapped op of another kind (the contiguous copy a reshape, layer_norm
+    # or matmul makes of a strided input; a convolution's bias add) runs kernels of its own, so
+    # the outermost such op under it owns what is under it.
     owner = {}
     for i in range(len(ops)):
         chain, j = [], i
         while j is not None:
             chain.append(j)
             j = parent[j]
-        clones = [j for j in chain if ops[j]["name"] == "aten::clone"]
         mapped = [j for j in chain if known(ops[j]["name"])]
-        owner[i] = clones[0] if clones else (mapped[-1] if mapped else chain[-1])
+        owner[i] = mapped[-1] if mapped else chain[-1]
+        if mapped and ops[mapped[-1]]["name"] not in ELEMENTWISE:
+            inner = [j for j in chain[:chain.index(mapped[-1])] if ops[j]["name"] in ELEMENTWISE]
+            if inner:
+                owner[i] = inner[-1]
     by_ext = {}
     for i, e in enumerate(ops):
         ext = e["args"].get("External id")
         if ext is not None:
             by_ext.setdefault(ext, i)
     gpu_us = defaultdict(float)
+    first_kernel = {}  # an owner's first kernel's start: the order its op runs in
     unattributed = 0.0
     for k in events:
         if k.get("ph") == "X" and k.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
@@ -218,9 +270,12 @@ def import_profile(events):
                 unattributed += k.get("dur", 0)
             else:
                 gpu_us[owner[i]] += k.get("dur", 0)
+                first_kernel[owner[i]] = min(first_kernel.get(owner[i], k["ts"]), k["ts"])
     out, mapped_count, unknown, idle, unreadable = [], Counter(), Counter(), Counter(), Counter()
     names = Counter()
-    for i in sorted(set(owner.values()), key=lambda i: ops[i]["ts"]):
+    # Kernels run on the GPU in launch order; an op launched inside another (a copy inside a
+    # layer_norm) runs before the other's own kernel. Ops with no kernel keep their place.
+    for i in sorted(set(owner.values()), key=lambda i: (first_kernel.get(i, ops[i]["ts"]), ops[i]["ts"])):
         e = ops[i]
         short = e["name"].split("::")[-1]
         names[short] += 1

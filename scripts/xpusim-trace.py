@@ -185,7 +185,9 @@ def norm_ops(c, a, name, T, D, residual):
     """A norm over [T, D]. Fused (serving engines): one row-wise kernel, which with `residual`
     also adds the residual stream first and writes the sum back (inputs: 2). Unfused RMSNorm, as
     PyTorch eager runs Hugging Face's LlamaRMSNorm: x.float(), pow(2), mean, + eps, rsqrt,
-    .to(dtype), x * r and * weight, one kernel each (LayerNorm is one kernel either way)."""
+    .to(dtype), x * r and * weight, one kernel each (LayerNorm is one kernel either way). x * r
+    broadcasts r over the row, and * weight broadcasts the weight over the rows when there are
+    several: PyTorch runs its legacy kernel for a broadcast operand (`contiguous: false`)."""
     act = a.activations
     if a.fusion != "none" or c["norm"] != "rmsnorm":
         op = {"name": name, "kind": "layernorm", "shape": [T, D], "dtype": act}
@@ -195,10 +197,13 @@ def norm_ops(c, a, name, T, D, residual):
         return [op]
     ew = lambda n, shape, dtype, inputs=1: {"name": f"{name}_{n}", "kind": "elementwise", "shape": shape,  # noqa: E731
                                           "inputs": inputs, "dtype": dtype}
+    scale, weight = ew("scale", [T, D], act, 2), ew("weight", [T, D], act, 2)
+    scale["contiguous"] = False
+    if T > 1:
+        weight["contiguous"] = False
     return [ew("to_fp32", [T, D], "fp32"), ew("pow", [T, D], "fp32"),
             {"name": f"{name}_mean", "kind": "reduction", "shape": [T, D], "dtype": "fp32"},
-            ew("add_eps", [T, 1], "fp32"), ew("rsqrt", [T, 1], "fp32"), ew("to_act", [T, 1], act),
-            ew("scale", [T, D], act, 2), ew("weight", [T, D], act, 2)]
+            ew("add_eps", [T, 1], "fp32"), ew("rsqrt", [T, 1], "fp32"), ew("to_act", [T, 1], act), scale, weight]
 
 
 def rope_ops(c, a, T, H, KV, d):
@@ -206,7 +211,9 @@ def rope_ops(c, a, T, H, KV, d):
     Fused (serving engines, e.g. TensorRT-LLM's bias-RoPE-KV-cache kernel): one elementwise pass
     over the QKV output. Unfused, as Hugging Face's apply_rotary_pos_emb in PyTorch eager: per
     tensor q*cos, the negated half, the concatenation, *sin and the sum (five kernels), then K
-    and V copied into the cache."""
+    and V copied into the cache. q and k are strided views of the QKV output and cos/sin
+    broadcast over the heads, so the products, the negation and the cache copies run PyTorch's
+    legacy elementwise kernel (`contiguous: false`); the concatenation and the sum do not."""
     if not c["rope"]:
         return []
     act = a.kv
@@ -216,12 +223,15 @@ def rope_ops(c, a, T, H, KV, d):
     ops = []
     for t, heads in (("q", H), ("k", KV)):
         full, half = [T, heads * d], [T, heads * d // 2]
-        ops += [{"name": f"rope_{t}_cos", "kind": "elementwise", "shape": full, "inputs": 2, "dtype": act},
-                {"name": f"rope_{t}_neg", "kind": "elementwise", "shape": half, "dtype": act},
+        ops += [{"name": f"rope_{t}_cos", "kind": "elementwise", "shape": full, "inputs": 2, "dtype": act,
+                 "contiguous": False},
+                {"name": f"rope_{t}_neg", "kind": "elementwise", "shape": half, "dtype": act, "contiguous": False},
                 {"name": f"rope_{t}_cat", "kind": "elementwise", "shape": full, "dtype": act},
-                {"name": f"rope_{t}_sin", "kind": "elementwise", "shape": full, "inputs": 2, "dtype": act},
+                {"name": f"rope_{t}_sin", "kind": "elementwise", "shape": full, "inputs": 2, "dtype": act,
+                 "contiguous": False},
                 {"name": f"rope_{t}_add", "kind": "elementwise", "shape": full, "inputs": 2, "dtype": act}]
-    ops += [{"name": f"{t}_cache_write", "kind": "elementwise", "shape": [T, KV * d], "dtype": act} for t in ("k", "v")]
+    ops += [{"name": f"{t}_cache_write", "kind": "elementwise", "shape": [T, KV * d], "dtype": act, "contiguous": False}
+            for t in ("k", "v")]
     return ops
 
 
@@ -272,9 +282,13 @@ def layer_ops(c, a, devices=None):
     act_op = {"name": "activation", "kind": "elementwise", "shape": [T, F], "dtype": act,
               "inputs": 2 if c["gated"] else 1, "flops_per_element": 6 if c["gated"] else 8}
     if c["gated"] and unfused:
-        # SiLU, then the product with the up half: two kernels (the halves are views of one output).
+        # SiLU, then the product with the up half: two kernels. The halves are views of one output,
+        # strided where there are several rows: PyTorch's legacy kernel then.
         act_op = [{"name": "silu", "kind": "elementwise", "shape": [T, F], "dtype": act, "flops_per_element": 5},
                   {"name": "gate_mul", "kind": "elementwise", "shape": [T, F], "inputs": 2, "dtype": act}]
+        if T > 1:
+            for o in act_op:
+                o["contiguous"] = False
     else:
         act_op = [act_op]
     if c["experts"] == 1:

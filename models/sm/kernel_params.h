@@ -25,6 +25,8 @@ struct KernelLibParams {
   int gemm_threads = 0;                  // threads per GEMM CTA (producer + consumer warpgroups)
   double gemm_dequant_ops = 0;           // lane ops to convert one weight-only element to the math format
   int simt_threads = 0;                  // threads per CTA for elementwise/row-wise kernels
+  int strided_threads = 0;               // threads per CTA of the legacy kernel for strided operands
+  int strided_unroll = 0;                // its elements per thread, one per dependent iteration
   double simt_bytes_per_thread = 0;      // bytes each thread moves per pipeline stage
   int simt_stages = 0;                   // loads in flight per thread (stages)
   int attention_q_tile = 0;              // query rows per fused-attention CTA

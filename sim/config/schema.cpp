@@ -365,6 +365,13 @@ Schema make_gpu_schema() {
                 between(1, 4096), "Bytes each thread loads per stage (16 B = one 128-bit load)")
       .integer("simt.stages", &KernelLibParams::simt_stages, def("4"), between(1, 64),
                "Loads each thread keeps in flight (unrolling)")
+      .integer("simt.strided_threads", &KernelLibParams::strided_threads, def("128"), between(32, 1024),
+               "Threads per CTA of the elementwise kernel for operands not in one dense layout (a transposed view, "
+               "a broadcast): PyTorch's launch_legacy_kernel<128, unroll> (ATen/native/cuda/CUDALoops.cuh)")
+      .integer("simt.strided_unroll", &KernelLibParams::strided_unroll, def("4"), between(1, 64),
+               "Elements per thread of that kernel, one per iteration (halved for outputs of 4 bytes or more, as "
+               "PyTorch's unroll_factor is); an iteration's loads wait for the previous one's store, which may alias "
+               "them, so the iterations make dependent round trips")
       .integer("attention.q_tile", &KernelLibParams::attention_q_tile, def("128"), between(16, 1024),
                "Query rows per fused-attention CTA")
       .integer("attention.kv_tile", &KernelLibParams::attention_kv_tile, def("128"), between(16, 1024),

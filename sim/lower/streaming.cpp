@@ -16,9 +16,10 @@ using trace::OpKind;
 
 // ---------------------------------------------------------------------------------------------
 // Elementwise and row-wise kernels: a grid-stride loop over "units" (a chunk of elements, or a
-// group of whole rows), each thread keeping `stages` 128-bit loads in flight.
+// group of whole rows), each thread keeping `stages` loads of `access_bytes` in flight.
 class StreamingProgram : public KernelProgram {
  public:
+  double access_bytes = 16;  // per thread per load or store instruction (16: one 128-bit access)
   int64_t total = 0;       // elements
   int64_t unit = 0;        // elements per unit of work (whole rows for row-wise ops)
   int64_t step_elems = 0;  // elements per CTA step
@@ -63,8 +64,8 @@ class StreamingProgram : public KernelProgram {
     w.fp32_ops = dn * fp32_per_elem;
     w.sfu_ops = dn * sfu_per_elem;
     w.instr_simt = std::ceil(dn / 32.0) * (fp32_per_elem + sfu_per_elem);
-    // One 128-bit access per thread per 16 bytes.
-    w.instr_mem = std::ceil(static_cast<double>(total_bytes(w.cached_loads) + total_bytes(w.stores)) / (32.0 * 16.0));
+    // One access instruction per warp per 32 x access_bytes.
+    w.instr_mem = std::ceil(static_cast<double>(total_bytes(w.cached_loads) + total_bytes(w.stores)) / (32.0 * access_bytes));
   }
   void epilogue(uint64_t, StepWork&) const override {}
   // Stored in its steps, in address order across the grid: the output's last max_bytes.
@@ -75,6 +76,27 @@ class StreamingProgram : public KernelProgram {
   }
 };
 
+// Operands not in one dense layout (a transposed view, a broadcast operand): PyTorch's
+// gpu_kernel_impl_nocast (ATen/native/cuda/CUDALoops.cuh) runs launch_legacy_kernel<128, unroll>
+// instead of the vectorised kernel: a CTA of 128 threads per 128 x unroll elements, no grid-stride
+// loop, each thread handling one element per iteration through an offset calculator, with one
+// scalar access per operand. An iteration loads through char pointers after the previous one
+// stored through them; the compiler cannot prove they do not alias, so the loads wait for that
+// store and every iteration is a round trip of its own (stages = 1). The operands are modelled
+// as coalesced, which a transposed one is not (a warp's load touches a sector per thread there).
+void strided_elementwise(StreamingProgram& p, const KernelLibParams& kl) {
+  const int unroll = p.out_bits >= 32 ? std::max(1, kl.strided_unroll / 2) : kl.strided_unroll;
+  p.access_bytes = static_cast<double>(p.in_bits) / 8.0;
+  p.step_elems = kl.strided_threads;
+  p.unit = p.step_elems * unroll;
+  p.stages = 1;
+  p.resources = CtaResources{kl.strided_threads, 32 * kl.strided_threads, 0};
+  std::ostringstream os;
+  os << "strided operands: legacy kernel, " << kl.strided_threads << " threads x " << unroll
+     << " elements per CTA in dependent iterations";
+  p.description = os.str();
+}
+
 }  // namespace
 
 LoweredOp Lowering::streaming(const Op& op) {
@@ -84,10 +106,14 @@ LoweredOp Lowering::streaming(const Op& op) {
   p->out_bits = dtype_bits(op.out_dtype);
   p->total = op.elements();
   p->step_elems = std::max<int64_t>(1, static_cast<int64_t>(kl.simt_threads * kl.simt_bytes_per_thread * 8 / p->in_bits));
+  p->stages = kl.simt_stages;
+  p->resources = CtaResources{kl.simt_threads, 32 * kl.simt_threads, 0};
+  const bool strided = op.kind == OpKind::elementwise && !op.contiguous;
   if (op.kind == OpKind::elementwise) {
     p->inputs = op.inputs;
     p->fp32_per_elem = op.flops_per_element;
     p->unit = p->step_elems;
+    if (strided) strided_elementwise(*p, kl);
   } else {
     const trace::RowwiseCost c = trace::rowwise_cost(op.kind);
     p->fp32_per_elem = c.fp32;
@@ -101,18 +127,22 @@ LoweredOp Lowering::streaming(const Op& op) {
     // Short rows are grouped so a CTA step still moves a full tile; long rows span steps.
     p->unit = p->row >= p->step_elems ? p->row : (p->step_elems / p->row) * p->row;
   }
-  p->stages = kl.simt_stages;
   p->step_period = static_cast<uint64_t>(p->steps_per_unit());
-  p->resources = CtaResources{kl.simt_threads, 32 * kl.simt_threads, 0};
   const int cps = ctas_per_sm(p->resources);
-  if (cps < 1) throw UserError("kernels.simt.threads: a CTA of " + std::to_string(kl.simt_threads) + " threads does not fit on an SM");
-  p->grid = std::min<uint64_t>(static_cast<uint64_t>(p->units()), static_cast<uint64_t>(gpu_.sm.count) * static_cast<uint64_t>(cps));
+  if (cps < 1)
+    throw UserError(std::string(strided ? "kernels.simt.strided_threads" : "kernels.simt.threads") + ": a CTA of " +
+                    std::to_string(p->resources.threads) + " threads does not fit on an SM");
+  // The legacy kernel launches a CTA per unit; the others loop over the units with the CTAs that fit.
+  const uint64_t units = static_cast<uint64_t>(p->units());
+  p->grid = strided ? units : std::min<uint64_t>(units, static_cast<uint64_t>(gpu_.sm.count) * static_cast<uint64_t>(cps));
   for (int i = 0; i < p->inputs; ++i) p->in_base.push_back(alloc(static_cast<double>(p->total) * p->in_bits / 8.0));
   p->out_base = alloc(static_cast<double>(p->reduce ? op.rows() : p->total) * p->out_bits / 8.0);
   if (op.kind == OpKind::layernorm && p->inputs > 1) p->sum_base = alloc(static_cast<double>(p->total) * p->out_bits / 8.0);
-  std::ostringstream os;
-  os << "grid-stride, " << p->step_elems << " elements per CTA step, " << p->stages << " loads in flight";
-  p->description = os.str();
+  if (!strided) {
+    std::ostringstream os;
+    os << "grid-stride, " << p->step_elems << " elements per CTA step, " << p->stages << " loads in flight";
+    p->description = os.str();
+  }
   return finish(p, false);
 }
 

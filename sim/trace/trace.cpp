@@ -30,7 +30,7 @@ constexpr int64_t kMaxDim = int64_t{1} << 40;  // no single dimension beyond 2^4
 const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
   static const std::vector<std::pair<OpKind, std::vector<std::string>>> keys = {
       {OpKind::gemm, {"m", "n", "k", "batch", "sparsity", "input_density", "weight_dtype", "weight_group"}},
-      {OpKind::elementwise, {"shape", "inputs", "flops_per_element"}},
+      {OpKind::elementwise, {"shape", "inputs", "flops_per_element", "contiguous"}},
       {OpKind::reduction, {"shape"}},
       {OpKind::softmax, {"shape"}},
       {OpKind::layernorm, {"shape", "inputs"}},
@@ -442,6 +442,7 @@ class Parser {
           if (n["inputs"]) o.inputs = static_cast<int>(get_int(cx, n["inputs"], path + ".inputs", 0, 16));
           if (n["flops_per_element"])
             o.flops_per_element = get_double(cx, n["flops_per_element"], path + ".flops_per_element", 0, 1e6);
+          if (n["contiguous"]) o.contiguous = get_bool(cx, n["contiguous"], path + ".contiguous");
         }
         break;
       }

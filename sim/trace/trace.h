@@ -52,6 +52,10 @@ struct Op {
   std::vector<int64_t> shape;
   int inputs = 1;                  // elementwise: input tensors read
   double flops_per_element = 1;    // elementwise
+  // elementwise: false when the operands are not all in one dense layout (a transposed view, a
+  // broadcast operand), so PyTorch runs its legacy kernel of dependent per-element iterations
+  // rather than the vectorised one (sim/lower/streaming.cpp).
+  bool contiguous = true;
   // attention (fused, FlashAttention-style): Q [batch, seq_q, heads, head_dim],
   // K/V [batch, seq_kv, kv_heads, head_dim]; with kv_page > 0 the KV cache is paged: pages of
   // kv_page tokens ([kv_page, kv_heads, head_dim] each) anywhere in a pool, found through each

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The PyTorch-profile importer on the shipped real profile and on small synthetic ones: every
-matmul of the real profile is mapped, unknown ops with GPU work become timed gaps with a warning
-that counts them, and bad files are refused. Run by ctest (scripts.import_profile)."""
+matmul of the real profile is mapped, every kernel becomes an op in the order it ran, strided
+operands are marked, unknown ops with GPU work become timed gaps with a warning that counts
+them, and bad files are refused. Run by ctest (scripts.import_profile)."""
 import json
 import os
 import subprocess
@@ -55,6 +56,21 @@ class ImportProfile(unittest.TestCase):
         qk = next(o for o in ops if o["name"] == "matmul1")
         self.assertEqual((qk["batch"], qk["m"], qk["n"], qk["k"]), (8, 256, 256, 64))
         self.assertTrue(all(o["dtype"] == "fp16" for o in ops))
+        # One op per kernel the profile ran (36), in the order they ran: the convolution's bias
+        # add, a kernel of its own, right after it; each layer_norm's contiguous copy before it.
+        self.assertEqual(len(ops), 36)
+        self.assertEqual(ops[1]["name"], "add_1")
+        names = [o["name"] for o in ops]
+        self.assertLess(names.index("contiguous1"), names.index("layer_norm1"))
+        # Operands in one dense layout run the vectorised kernel; a broadcast bias, a residual add
+        # of a transposed view and the copies of strided views run the legacy one.
+        layout = {o["name"]: o.get("contiguous", True) for o in ops if o["kind"] == "elementwise"}
+        self.assertTrue(layout["gelu1"] and layout["mul1"])
+        strided = [n for n, c in layout.items() if not c]
+        self.assertEqual(len(strided), 13)  # the bias add, 4 residual adds, 4 contiguous() and 4 clones
+        self.assertIn("add_1", strided)
+        self.assertIn("add1", strided)
+        self.assertTrue(all(o["inputs"] == 1 for o in ops if o["name"].startswith(("clone", "contiguous"))))
 
     def test_unknown_ops_become_timed_gaps_and_are_counted(self):
         path = write_profile([
@@ -73,6 +89,22 @@ class ImportProfile(unittest.TestCase):
         self.assertIn("2 ops of unknown kind kept as timed gaps", err)
         self.assertIn("aten::cumsum x2", err)
         self.assertIn("aten::view x1", err)  # no GPU work: listed, not in the trace
+
+    def test_operand_layouts_by_the_recorded_strides(self):
+        def add(ts, ext, strides, dims=([4, 8], [4, 8])):
+            e = cpu_op("aten::add", ts, 1, ext, [*map(list, dims), []], ["float", "float", "Scalar"])
+            e["args"]["Input Strides"] = [*strides, []]
+            return e
+        path = write_profile([
+            add(0, 1, [[8, 1], [8, 1]]),                      # both contiguous: vectorised
+            add(10, 2, [[1, 4], [1, 4]]),                     # both transposed alike: one dense layout
+            add(20, 3, [[8, 1], [1, 4]]),                     # one transposed: legacy
+            add(30, 4, [[8, 1], [0, 1]], ([4, 8], [1, 8])),   # a broadcast row: legacy
+            add(40, 5, [[16, 1], [8, 1]]),                    # a strided view with gaps: legacy
+            *[kernel(i, 100 + 10 * i, 1.0) for i in range(1, 6)]])
+        rc, out, err = run(path)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual([o.get("contiguous", True) for o in yaml.safe_load(out)["ops"]], [True, True, False, False, False])
 
     def test_bad_files_are_refused(self):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

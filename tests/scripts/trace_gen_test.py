@@ -235,6 +235,18 @@ class TraceGen(unittest.TestCase):
         self.assertEqual(sum(o["name"].startswith("rope_") for o in ul), 10)
         self.assertEqual(len(ul), 37)
         self.assertEqual(len(fl), 9)
+        # PyTorch eager's strided operands (legacy kernels): x * rsqrt broadcasts over the row, the
+        # weight over the rows, RoPE's products and negation and the cache copies take views of the
+        # QKV output, SiLU and the product the halves of the gate/up output. The fused kernels have none.
+        strided = sorted(o["name"] for o in ul if o.get("contiguous") is False)
+        self.assertEqual(strided, sorted(["norm1_scale", "norm1_weight", "norm2_scale", "norm2_weight", "rope_q_cos",
+                                          "rope_q_neg", "rope_q_sin", "rope_k_cos", "rope_k_neg", "rope_k_sin",
+                                          "k_cache_write", "v_cache_write", "silu", "gate_mul"]))
+        self.assertFalse(any("contiguous" in o for o in fl))
+        # One sequence: the weight and the gate/up halves are dense, as PyTorch finds them.
+        _, one, _ = generate(m, "--phase", "decode", "--batch", "1", "--fusion", "none")
+        one_strided = {o["name"] for o in yaml.safe_load(one)["ops"][0]["ops"] if o.get("contiguous") is False}
+        self.assertEqual(one_strided, set(strided) - {"norm1_weight", "norm2_weight", "silu", "gate_mul"})
         # A card without RoPE (GPT-3) gets no RoPE op; LayerNorm stays one kernel unfused.
         _, g, _ = generate(os.path.join(ROOT, "configs/models/gpt-3-175b.yaml"), "--phase", "decode", "--fusion", "none")
         gl = yaml.safe_load(g)["ops"][0]["ops"]
