@@ -283,8 +283,8 @@ def main():
               "are kept as the nearer guess. Their energies, and so every per-joule gain over the K40, are the least "
               "certain column here.",
               "- The older chips' GEMM times carry their validation errors (`scripts/check-generations.py`, "
-              "docs/validation.md): the K40 runs large SGEMMs about half again faster than cuBLAS did (its issue limit "
-              "is not modelled), so every gain over it is understated by about that much; the V100's fp16 GEMMs are "
+              "docs/validation.md): the K40's large SGEMMs are within a few percent of cuBLAS's, its schedulers' issue "
+              "limit modelled, but its small ones run faster than cuBLAS 7.0's did; the V100's fp16 GEMMs are "
               "also fast, the P100's fp32 close, and the P40's chip (as the Titan Xp) within 5% in fp32 and 11% in int8 "
               "on large shapes.",
               "- The V100, P100 and P40 run at a fixed boost clock (no V/f curve or power fit for them); the T4, A100, "

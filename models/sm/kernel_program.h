@@ -36,6 +36,11 @@ struct StepWork {
   double instr_simt = 0;
   double instr_mem = 0;
   double fixed_s = 0;      // the step takes at least this long (a timed gap of known duration)
+  // Whether two lane instructions (FFMA, HFMA2, DP4A) may go out together from one scheduler
+  // (sm.dual_issue): only where they are independent and read their registers without bank
+  // conflicts, as an instruction loop's do. Otherwise each scheduler issues at most one per clock
+  // and pairs it with another kind (a load, a shared-memory read).
+  bool lane_pairs = false;
 
   void clear() { *this = StepWork{}; }
 };

@@ -166,7 +166,12 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   // lowering refuses work on a path the SM lacks (a rate of 0), so no division by 0 is left here.
   const double lane_ops = w.fp32_ops + (w.hfma_ops > 0 ? w.hfma_ops / p_.hfma_per_lane : 0.0) +
                           (w.dp4a_ops > 0 ? w.dp4a_ops / p_.dp4a_per_lane : 0.0);
-  const double cycles = std::max({lane_ops / p_.fp32_lanes, w.sfu_ops / p_.sfu_lanes, issue_slots / p_.sub_partitions});
+  // Each scheduler issues one instruction per clock, two with sm.dual_issue where the second is
+  // independent of the first. A scheduler reaches more lanes than one warp instruction covers
+  // (Kepler: 48 of the SMX's 192 per scheduler) only by pairing two lane instructions.
+  const double issue_per_clock = p_.sub_partitions * (p_.dual_issue ? 2.0 : 1.0);
+  const double lane_issue = w.lane_pairs ? 0.0 : w.instr_simt / p_.sub_partitions;
+  const double cycles = std::max({lane_ops / p_.fp32_lanes, w.sfu_ops / p_.sfu_lanes, issue_slots / issue_per_clock, lane_issue});
   if (cycles > 0) {
     const double duration = cycles / clock_.hz();
     end = std::max(end, simt_.reserve_for(now, now, duration));

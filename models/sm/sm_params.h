@@ -7,6 +7,7 @@ struct SmParams {
   int count = 0;                     // SMs enabled on the chip
   double clock_hz = 0;               // SM clock used for all SM-side timing
   int sub_partitions = 0;            // processing blocks, one warp scheduler each
+  bool dual_issue = false;           // a scheduler may issue a second, independent instruction of a warp in a clock
   int max_warps = 0;                 // resident warps per SM
   int max_ctas = 0;                  // resident CTAs per SM
   int registers = 0;                 // 32-bit registers per SM

@@ -180,6 +180,10 @@ Schema make_gpu_schema() {
                 "reference for reported peaks and for latencies given in cycles)")
       .integer("sub_partitions", &SmParams::sub_partitions, def("4"), between(1, 16),
                "Processing blocks per SM, each with one warp scheduler issuing one instruction per clock")
+      .flag("dual_issue", &SmParams::dual_issue, def("false"),
+            "Each scheduler may issue a second, independent instruction of the same warp in a clock (two dispatch units per "
+            "scheduler: Kepler to Pascal). Two lane instructions (FFMA, HFMA2, DP4A) pair only where they are independent and "
+            "free of register bank conflicts (an instruction loop); a GEMM's pair a lane instruction with a load")
       .integer("max_warps", &SmParams::max_warps, def("64"), between(1, 1024), "Resident warps per SM")
       .integer("max_ctas", &SmParams::max_ctas, def("32"), between(1, 1024), "Resident CTAs per SM")
       .integer("registers", &SmParams::registers, def("65536"), between(1024, 1 << 24),

@@ -113,10 +113,20 @@ void GemmProgram::multicast_share(int64_t tm, int64_t cols_n, int64_t& n_lo, int
 }
 
 void GemmProgram::conv_a_blocks(int64_t tm, int64_t k0, int64_t kk, int64_t rows_m, StepWork& w) const {
-  // Implicit GEMM: row m of A is output pixel (n, p, q); column k is (r, s, c), c fastest.
-  const int64_t rs = k0 / g.c, c0 = k0 % g.c;
-  const int64_t r = rs / g.s, s = rs % g.s;
-  const int64_t cc = std::min(kk, g.c - c0);
+  // Implicit GEMM: row m of A is output pixel (n, p, q); column k is (r, s, c), c fastest. A K
+  // step spans one filter tap's channels or part of them, or several taps where the channels
+  // are fewer than the step: each tap's run of channels is a block of its own.
+  const int64_t k_end = std::min(k0 + kk, g.r * g.s * g.c);
+  for (int64_t k = k0; k < k_end;) {
+    const int64_t rs = k / g.c, c0 = k % g.c;
+    const int64_t cc = std::min(k_end - k, g.c - c0);
+    conv_tap_blocks(tm, rs / g.s, rs % g.s, c0, cc, rows_m, w);
+    k += cc;
+  }
+}
+
+void GemmProgram::conv_tap_blocks(int64_t tm, int64_t r, int64_t s, int64_t c0, int64_t cc, int64_t rows_m,
+                                  StepWork& w) const {
   const uint64_t row_bytes = bytes_of(static_cast<uint64_t>(cc), in_bits);
   const uint64_t pix_bytes = bytes_of(static_cast<uint64_t>(g.c), in_bits);
   int64_t m = tm * bm;
@@ -474,8 +484,14 @@ LoweredOp Lowering::gemm(const Op& op) {
   // The tensor cores where they take the format, else the SIMT lanes where the SM has an
   // instruction for it (a chip before tensor cores, or a format they lack).
   const double tensor_rate = tc.per_sm * tc.macs_per_clock.of(op.dtype);
-  const bool simt = tensor_rate <= 0;
-  const double rate = simt ? simt_macs_per_clock(gpu_.sm, op.dtype) : tensor_rate;
+  // A convolution whose input channels do not make 16-byte rows cannot feed the tensor-core
+  // kernels' vector loads: cuDNN runs it on the lanes, converted to fp32 (gemm_simt.cpp).
+  // Weight-only quantised filters stay on the tensor-core kernels that take them.
+  const bool unaligned_conv = op.kind == OpKind::conv2d && tensor_rate > 0 && !op.weight_only() &&
+                              (op.c * dtype_bits(op.dtype)) % 128 != 0;
+  const bool simt = tensor_rate <= 0 || unaligned_conv;
+  const Dtype lane_dtype = unaligned_conv ? Dtype::fp32 : op.dtype;
+  const double rate = simt ? simt_macs_per_clock(gpu_.sm, lane_dtype) : tensor_rate;
   if (rate <= 0) {
     const std::string f = dtype_name(op.dtype);
     const std::string cores = tc.per_sm == 0 ? "this chip has no tensor cores (tensor_core.per_sm is 0)"
@@ -496,7 +512,8 @@ LoweredOp Lowering::gemm(const Op& op) {
 
   const bool tcgen05 = !simt && kl.gemm_mma == "tcgen05";
   const bool mma_sync = !simt && kl.gemm_mma == "mma_sync";
-  std::shared_ptr<GemmProgram> p = simt       ? make_simt_gemm()
+  std::shared_ptr<GemmProgram> p = unaligned_conv ? make_simt_conv_gemm()
+                                   : simt         ? make_simt_gemm()
                                    : tcgen05  ? make_tcgen05_gemm()
                                    : mma_sync ? make_mma_sync_gemm(gpu_)
                                               : make_wgmma_gemm();
@@ -542,7 +559,11 @@ LoweredOp Lowering::gemm(const Op& op) {
                     ") so that the CTAs of a cluster are launched together");
 
   // The variant picks the tile with the best estimate of time, as a library heuristic does.
-  p->choose_tile(gpu_, op, rate * (op.sparse_2_4 ? 2 : 1));
+  // A GEMM's lane instructions do not pair (SmParams::dual_issue): on the SIMT lanes the rate the
+  // schedulers reach, one lane instruction each per clock (Kepler: 128 of 192 lanes).
+  const double eff_rate = (simt ? rate * std::min(1.0, 32.0 * gpu_.sm.sub_partitions / gpu_.sm.fp32_lanes) : rate) *
+                          (op.sparse_2_4 ? 2 : 1);
+  p->choose_tile(gpu_, op, eff_rate);
   if (p->bm == 0)
     throw UserError(op.loc.str() + ": op '" + op.name + "': no tile in kernels.gemm.tiles fits the SM's shared memory and " +
                     (tcgen05 ? "tensor memory" : "registers"));
@@ -551,9 +572,9 @@ LoweredOp Lowering::gemm(const Op& op) {
   // Split-K where a skinny GEMM leaves SMs idle (one CTA per tile; tcgen05's persistent CTAs
   // balance their own work).
   p->reduce_kernel = kl.gemm_split_k_reduction == "kernel";
-  if (!tcgen05 && kl.gemm_split_k) p->choose_splits(gpu_, rate * (op.sparse_2_4 ? 2 : 1));
+  if (!tcgen05 && kl.gemm_split_k) p->choose_splits(gpu_, eff_rate);
   // Stream-K where the tiles leave a ragged last wave (tcgen05's persistent CTAs balance their own).
-  if (!tcgen05 && kl.gemm_stream_k) p->choose_stream_k(gpu_, rate * (op.sparse_2_4 ? 2 : 1));
+  if (!tcgen05 && kl.gemm_stream_k) p->choose_stream_k(gpu_, eff_rate);
   // A CTA's K steps repeat one another (a short last one is never left out), the block scales'
   // rows every scale_group / bk steps. A persistent CTA of several tiles drains a tile's
   // accumulators every k_steps, and a convolution's steps walk the filter window: no period.
@@ -581,7 +602,9 @@ LoweredOp Lowering::gemm(const Op& op) {
   if (op.weight_only())
     d += ", " + op.weight_format + " weights" + (p->dequant_ops > 0 ? " converted to " + std::string(dtype_name(op.dtype)) : " (native block scaling)");
   p->description = d;
-  return finish(p, !simt, p->splits > 1 && p->reduce_kernel ? make_split_k_reduce(*p) : nullptr);
+  LoweredOp out = finish(p, !simt, p->splits > 1 && p->reduce_kernel ? make_split_k_reduce(*p) : nullptr);
+  out.lane_dtype = lane_dtype;
+  return out;
 }
 
 }  // namespace xpusim::lower

@@ -145,6 +145,8 @@ class GemmProgram : public KernelProgram {
   // CTAs running at the same time share A rows and B columns in L2.
   void tile_of(uint64_t tile, int64_t& bi, int64_t& tm, int64_t& tn) const;
   void conv_a_blocks(int64_t tm, int64_t k0, int64_t kk, int64_t rows_m, StepWork& w) const;
+  // Channels c0 .. c0 + cc of filter tap (r, s) for the tile's output pixels.
+  void conv_tap_blocks(int64_t tm, int64_t r, int64_t s, int64_t c0, int64_t cc, int64_t rows_m, StepWork& w) const;
   // TMA multicast in a cluster along M: the CTAs sharing the B tile each fetch an equal share of
   // its columns and the network delivers it to all of them.
   void multicast_share(int64_t tm, int64_t cols_n, int64_t& n_lo, int64_t& n_cnt, int& fanout) const;
@@ -174,6 +176,8 @@ std::shared_ptr<KernelProgram> make_split_k_reduce(const GemmProgram& p);
 std::shared_ptr<GemmProgram> make_wgmma_gemm();
 std::shared_ptr<GemmProgram> make_tcgen05_gemm();
 std::shared_ptr<GemmProgram> make_simt_gemm();
+// cuDNN's SIMT convolution for inputs whose channels do not make 16-byte rows (gemm_simt.cpp).
+std::shared_ptr<GemmProgram> make_simt_conv_gemm();
 std::shared_ptr<GemmProgram> make_mma_sync_gemm(const config::GpuConfig& gpu);
 
 }  // namespace xpusim::lower

@@ -20,6 +20,9 @@ struct LoweredOp {
   int ctas_per_sm = 0;  // occupancy limit of this kernel
   double waves = 0;     // CTAs / (SMs x ctas_per_sm)
   bool uses_tensor_cores = false;
+  // A GEMM or convolution on the SIMT lanes: the format its instructions compute in (fp32 for
+  // a 16-bit convolution cuDNN converts; else the op's).
+  Dtype lane_dtype = Dtype::fp32;
 };
 
 // The peak of a GEMM in `dt` on the SIMT lanes (FFMA, HFMA or DP4A), TFLOP/s; 0 where the SMs

@@ -54,6 +54,7 @@ class InstructionLoopProgram : public KernelProgram {
       return;
     }
     w.instr_simt = n;
+    w.lane_pairs = true;  // independent instructions on few registers: dual-issued where the SM can
     if (instruction == "ffma") w.fp32_ops = 32 * n;
     if (instruction == "hfma") w.hfma_ops = 32 * n;
     if (instruction == "hfma2") w.hfma_ops = 64 * n;  // two packed fp16 FMAs per lane

@@ -312,10 +312,10 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     o.ctas_per_sm = res.lowered.ctas_per_sm;
     const bool simt_gemm = !res.lowered.uses_tensor_cores && (op.kind == trace::OpKind::gemm || op.kind == trace::OpKind::conv2d);
     const double peak = res.lowered.uses_tensor_cores ? tensor_peak(op.dtype, op.sparse_2_4)
-                        : simt_gemm                   ? lower::simt_gemm_peak_tflops(g, op.dtype)
+                        : simt_gemm                   ? lower::simt_gemm_peak_tflops(g, res.lowered.lane_dtype)
                                                       : rep.fp32_peak_tflops;
     o.roof = res.lowered.uses_tensor_cores ? o.dtype + (op.sparse_2_4 ? " 2:4 sparse" : "") + " tensor cores"
-             : simt_gemm                   ? "SIMT " + o.dtype
+             : simt_gemm                   ? "SIMT " + std::string(dtype_name(res.lowered.lane_dtype))
                                            : "SIMT fp32";
     const double capacity = static_cast<double>(g.sm.count) * std::max(1, res.lowered.ctas_per_sm);
     // A kernel's time runs from its launch to its completion: its grid's start and end costs

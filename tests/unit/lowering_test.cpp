@@ -197,8 +197,8 @@ TEST_CASE("lowering refuses what the chip cannot run", "[lowering][errors]") {
 
 namespace {
 
-// Bytes the CTAs fetch from L2 (a multicast share is fetched once, whatever its fan-out), split
-// into A and the rest (B, its scales).
+// Bytes the CTAs fetch from L2 (a multicast share is fetched once, whatever its fan-out; loads
+// through the L1 counted before any hit), split into A and the rest (B, its scales).
 struct L2Bytes {
   double a = 0, b = 0, macs = 0;
 };
@@ -210,7 +210,7 @@ L2Bytes l2_bytes(const KernelProgram& p, uint64_t a_base, uint64_t a_end) {
       StepWork w;
       p.step(c, s, w);
       t.macs += w.tensor_macs;
-      for (const auto* v : {&w.loads, &w.multicast_loads})
+      for (const auto* v : {&w.loads, &w.multicast_loads, &w.cached_loads})
         for (const Strided& blk : *v) (blk.base >= a_base && blk.base < a_end ? t.a : t.b) += static_cast<double>(blk.rows * blk.row_bytes);
     }
   return t;
@@ -219,6 +219,48 @@ L2Bytes l2_bytes(const KernelProgram& p, uint64_t a_base, uint64_t a_end) {
 config::LoadedConfig b200(std::vector<std::string> sets = {}) { return config::load_config(source_path("configs/b200.yaml"), sets); }
 
 }  // namespace
+
+TEST_CASE("conv2d: a K step over several filter taps loads each tap's channels, and unaligned channels run on the lanes",
+          "[lowering]") {
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"));
+  lower::Lowering l(cfg.chip.gpu);
+  // A patch embedding: 4 x 4 patches at stride 4, no padding, so every input element belongs
+  // to exactly one output pixel's window and A is read once per column tile.
+  auto patches = [](int64_t c) {
+    trace::Op op;
+    op.name = "patch";
+    op.kind = trace::OpKind::conv2d;
+    op.batch = 2, op.h = 64, op.w = 64, op.c = c, op.k = 256, op.r = 4, op.s = 4, op.stride = 4, op.pad = 0;
+    op.dtype = op.out_dtype = Dtype::fp16;
+    return op;
+  };
+  auto a_bytes = [](const lower::LoweredOp& lo) {
+    const auto* gp = dynamic_cast<const lower::GemmProgram*>(lo.program.get());
+    REQUIRE(gp != nullptr);
+    const double input = static_cast<double>(gp->g.n * gp->g.h * gp->g.w * gp->g.c) * 2;
+    const L2Bytes b = l2_bytes(*lo.program, gp->a, gp->a + static_cast<uint64_t>(input));
+    return std::make_pair(b.a, input * static_cast<double>(gp->tiles_n));
+  };
+  // 8 channels (16-byte rows): tensor cores, a 64-element K step spanning 8 taps.
+  const auto aligned = l.lower(patches(8));
+  CHECK(aligned.uses_tensor_cores);
+  const auto [a8, want8] = a_bytes(aligned);
+  CHECK(a8 == Approx(want8));
+  // 3 channels: cuDNN's SIMT kernel (32 x 32 tiles of 64 threads, K steps of 8, one buffer), in
+  // fp32 on the lanes, every tap's channels loaded.
+  const auto unaligned = l.lower(patches(3));
+  CHECK_FALSE(unaligned.uses_tensor_cores);
+  CHECK(unaligned.lane_dtype == Dtype::fp32);
+  CHECK_THAT(unaligned.program->description, Catch::Contains("implicit_convolve_sgemm") && Catch::Contains("FFMA"));
+  CHECK(unaligned.program->num_ctas() == 16 * 8);  // 512 pixels x 256 filters in 32 x 32 tiles
+  CHECK(unaligned.program->resources.threads == 64);
+  CHECK(unaligned.program->stages == 1);
+  const auto [a3, want3] = a_bytes(unaligned);
+  CHECK(a3 == Approx(want3));
+  const Totals t = walk(*unaligned.program);
+  CHECK(t.simt_ops >= patches(3).flops() / 2);  // an FFMA per multiply-add
+  CHECK(t.store_bytes == Approx(2.0 * 16 * 16 * 256 * 2));
+}
 
 TEST_CASE("tcgen05 GEMMs: persistent CTAs write every output once and cover the padded tiles", "[lowering][blackwell]") {
   const auto cfg = b200();
