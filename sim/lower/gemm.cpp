@@ -479,16 +479,91 @@ double simt_gemm_peak_tflops(const config::GpuConfig& gpu, Dtype dt) {
 }
 
 LoweredOp Lowering::gemm(const Op& op) {
+  // A convolution whose input channels do not make 16-byte rows cannot feed the tensor-core
+  // kernels' vector loads (weight-only quantised filters aside, whose kernels take them).
+  const bool tensor = gpu_.tensor_core.per_sm * gpu_.tensor_core.macs_per_clock.of(op.dtype) > 0;
+  if (op.kind == OpKind::conv2d && tensor && !op.weight_only() && (op.c * dtype_bits(op.dtype)) % 128 != 0)
+    return unaligned_conv(op);
+  return gemm_kernel(op, false);
+}
+
+namespace {
+
+// The conv fallback's estimates (Lowering::unaligned_conv). The SIMT kernel: its CTAs' K steps,
+// each a load round trip (the first from HBM, the rest from the L2, where the small inputs
+// these kernels take stay), or its SMs' instruction issue, whichever is longer.
+double simt_conv_estimate_s(const config::GpuConfig& gpu, const GemmProgram& p) {
+  const SmParams& sm = gpu.sm;
+  StepWork w;
+  p.step(0, 0, w);
+  const double issue_cycles = (w.instr_simt + w.instr_mem) / sm.sub_partitions;
+  const double ctas = static_cast<double>(p.num_ctas());
+  const int cps = std::max(1, occupancy(sm, p.resources));
+  const double waves = std::ceil(ctas / (static_cast<double>(sm.count) * cps));
+  const double per_sm = std::ceil(ctas / sm.count);
+  const double steps = static_cast<double>(p.k_steps());
+  const double l2_round_trip = (sm.l1_latency_cycles + 2 * gpu.noc.latency_cycles + gpu.l2.hit_latency_cycles) / sm.clock_hz;
+  const double latency_s = waves * (idle_load_latency_s(gpu) + (steps - 1) * l2_round_trip);
+  const double issue_s = per_sm * steps * issue_cycles / sm.clock_hz;
+  return std::max(latency_s, issue_s);
+}
+
+}  // namespace
+
+LoweredOp Lowering::unaligned_conv(const Op& op) {
+  // Two ways a library runs it: its SIMT kernel (cuDNN's implicit_convolve_sgemm, converted
+  // to fp32 on the lanes), or a kernel that copies the input with its channels padded to 16
+  // bytes, then the tensor-core convolution on the copy. A library heuristic takes the one its
+  // estimate finds faster, as cuDNN's does: the SIMT kernel for a small convolution (an image
+  // patch embedding), the padded one for a large one (a ResNet stem at batch 8).
+  const uint64_t first_addr = next_addr_;
+  LoweredOp simt = gemm_kernel(op, true);
+  const uint64_t after_simt = next_addr_;
+  const double simt_s = simt_conv_estimate_s(gpu_, dynamic_cast<const GemmProgram&>(*simt.program));
+
+  next_addr_ = first_addr;
+  Op padded = op;
+  const int64_t per_row = 128 / dtype_bits(op.dtype);  // channels in 16 bytes
+  padded.c = (op.c + per_row - 1) / per_row * per_row;
+  LoweredOp conv = gemm_kernel(padded, false);
+  const auto& cp = dynamic_cast<const GemmProgram&>(*conv.program);
+  const double rate = gpu_.tensor_core.per_sm * gpu_.tensor_core.macs_per_clock.of(op.dtype);
+  const double copy_bytes = static_cast<double>(op.batch * op.h * op.w) * static_cast<double>(op.c + padded.c) * dtype_bits(op.dtype) / 8.0;
+  const KernelLibParams& kl = gpu_.kernels;
+  const double pad_s = cp.split_estimate_s(gpu_, cp.splits, rate) + copy_bytes / gpu_.hbm.peak_bandwidth() +
+                      kl.kernel_end_s + kl.launch_gap_s + kl.kernel_start_s;
+  // Three kernels (the copy, a split convolution and its reduction) are more than an op holds:
+  // the SIMT kernel then.
+  if (simt_s <= pad_s || conv.tail) {
+    next_addr_ = after_simt;
+    return simt;
+  }
+  // The copy: an elementwise kernel over the padded input, written where the convolution reads
+  // it (its reads counted at the padded size too).
+  Op copy;
+  copy.name = op.name;
+  copy.loc = op.loc;
+  copy.kind = OpKind::elementwise;
+  copy.dtype = copy.out_dtype = op.dtype;
+  copy.shape = {op.batch * op.h * op.w * padded.c};
+  copy.flops_per_element = 0;
+  LoweredOp out = streaming(copy, cp.a);
+  auto first = std::const_pointer_cast<KernelProgram>(out.program);
+  first->description = "channels padded " + std::to_string(op.c) + " -> " + std::to_string(padded.c) +
+                       " for the tensor cores by a copy kernel (" + first->description + "); then " + conv.program->description;
+  out.tail = conv.program;
+  out.uses_tensor_cores = true;
+  return out;
+}
+
+LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
   const TensorCoreParams& tc = gpu_.tensor_core;
   const KernelLibParams& kl = gpu_.kernels;
   // The tensor cores where they take the format, else the SIMT lanes where the SM has an
-  // instruction for it (a chip before tensor cores, or a format they lack).
+  // instruction for it (a chip before tensor cores, or a format they lack); `simt_conv`: cuDNN's
+  // SIMT convolution for channels that do not make 16-byte rows, in fp32 (gemm_simt.cpp).
   const double tensor_rate = tc.per_sm * tc.macs_per_clock.of(op.dtype);
-  // A convolution whose input channels do not make 16-byte rows cannot feed the tensor-core
-  // kernels' vector loads: cuDNN runs it on the lanes, converted to fp32 (gemm_simt.cpp).
-  // Weight-only quantised filters stay on the tensor-core kernels that take them.
-  const bool unaligned_conv = op.kind == OpKind::conv2d && tensor_rate > 0 && !op.weight_only() &&
-                              (op.c * dtype_bits(op.dtype)) % 128 != 0;
+  const bool unaligned_conv = simt_conv;
   const bool simt = tensor_rate <= 0 || unaligned_conv;
   const Dtype lane_dtype = unaligned_conv ? Dtype::fp32 : op.dtype;
   const double rate = simt ? simt_macs_per_clock(gpu_.sm, lane_dtype) : tensor_rate;

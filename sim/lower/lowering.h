@@ -41,7 +41,12 @@ class Lowering {
  private:
   uint64_t alloc(double bytes);
   LoweredOp gemm(const trace::Op& op);
-  LoweredOp streaming(const trace::Op& op);
+  // One GEMM or convolution kernel (`simt_conv`: cuDNN's SIMT convolution), and the choice for
+  // a convolution whose channels do not make 16-byte rows (gemm.cpp).
+  LoweredOp gemm_kernel(const trace::Op& op, bool simt_conv);
+  LoweredOp unaligned_conv(const trace::Op& op);
+  // `out_at`: where the output goes (0: a fresh allocation).
+  LoweredOp streaming(const trace::Op& op, uint64_t out_at = 0);
   LoweredOp attention(const trace::Op& op);
   LoweredOp microbenchmark(const trace::Op& op);
   LoweredOp delay(const trace::Op& op);

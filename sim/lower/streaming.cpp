@@ -99,7 +99,7 @@ void strided_elementwise(StreamingProgram& p, const KernelLibParams& kl) {
 
 }  // namespace
 
-LoweredOp Lowering::streaming(const Op& op) {
+LoweredOp Lowering::streaming(const Op& op, uint64_t out_at) {
   const KernelLibParams& kl = gpu_.kernels;
   auto p = std::make_shared<StreamingProgram>();
   p->in_bits = dtype_bits(op.dtype);
@@ -136,7 +136,7 @@ LoweredOp Lowering::streaming(const Op& op) {
   const uint64_t units = static_cast<uint64_t>(p->units());
   p->grid = strided ? units : std::min<uint64_t>(units, static_cast<uint64_t>(gpu_.sm.count) * static_cast<uint64_t>(cps));
   for (int i = 0; i < p->inputs; ++i) p->in_base.push_back(alloc(static_cast<double>(p->total) * p->in_bits / 8.0));
-  p->out_base = alloc(static_cast<double>(p->reduce ? op.rows() : p->total) * p->out_bits / 8.0);
+  p->out_base = out_at ? out_at : alloc(static_cast<double>(p->reduce ? op.rows() : p->total) * p->out_bits / 8.0);
   if (op.kind == OpKind::layernorm && p->inputs > 1) p->sum_base = alloc(static_cast<double>(p->total) * p->out_bits / 8.0);
   if (!strided) {
     std::ostringstream os;

@@ -220,7 +220,7 @@ config::LoadedConfig b200(std::vector<std::string> sets = {}) { return config::l
 
 }  // namespace
 
-TEST_CASE("conv2d: a K step over several filter taps loads each tap's channels, and unaligned channels run on the lanes",
+TEST_CASE("conv2d: a K step over several filter taps loads each tap's channels, and unaligned channels run on the lanes or are padded",
           "[lowering]") {
   const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"));
   lower::Lowering l(cfg.chip.gpu);
@@ -260,6 +260,26 @@ TEST_CASE("conv2d: a K step over several filter taps loads each tap's channels, 
   const Totals t = walk(*unaligned.program);
   CHECK(t.simt_ops >= patches(3).flops() / 2);  // an FFMA per multiply-add
   CHECK(t.store_bytes == Approx(2.0 * 16 * 16 * 256 * 2));
+  CHECK(unaligned.tail == nullptr);
+
+  // A ResNet stem at batch 8 is large enough that padding the channels to 8 by a copy kernel
+  // and running the tensor cores is the faster way: the copy writes the padded input where the
+  // convolution (the second kernel) reads it.
+  trace::Op stem = patches(3);
+  stem.batch = 8, stem.h = stem.w = 224, stem.k = 64, stem.r = stem.s = 7, stem.stride = 2, stem.pad = 3;
+  const auto padded = l.lower(stem);
+  CHECK(padded.uses_tensor_cores);
+  CHECK_THAT(padded.program->description, Catch::Contains("channels padded 3 -> 8"));
+  REQUIRE(padded.tail != nullptr);
+  const auto* conv = dynamic_cast<const lower::GemmProgram*>(padded.tail.get());
+  REQUIRE(conv != nullptr);
+  CHECK(conv->g.c == 8);
+  const double padded_input = 8.0 * 224 * 224 * 8 * 2;
+  const Totals copy = walk(*padded.program);
+  CHECK(copy.store_bytes == Approx(padded_input));
+  CHECK(*copy.store_addrs.begin() == conv->a);
+  const Totals c8 = walk(*padded.tail);
+  CHECK(c8.macs >= stem.flops() / 2 * 8 / 3);  // the padded channels are multiplied too
 }
 
 TEST_CASE("tcgen05 GEMMs: persistent CTAs write every output once and cover the padded tiles", "[lowering][blackwell]") {
