@@ -356,7 +356,16 @@ double estimate_s(const Topology& f, const CollectiveParams& p, const Collective
       break;
     case CollectiveAlgo::automatic: break;
   }
-  return pp.base_s + steps * (lat + pp.hop_s) + per_port / (rate * pp.efficiency);
+  // NCCL's tuner weighs LL below what its line format carries (src/graph/tuning.cc): a ring's
+  // at a quarter of Simple's bandwidth for reductions and across nodes, a third otherwise; a
+  // tree's at 1/3.8. The choice follows NCCL's; the run itself moves LL's lines as they are.
+  double efficiency = pp.efficiency;
+  if (proto == CollectiveProto::ll && algo == CollectiveAlgo::ring) {
+    const bool reduces = job.kind == CollectiveKind::all_reduce || !one_domain(f, job.gpus);
+    efficiency = std::min(efficiency, reduces ? 1.0 / 4.0 : 1.0 / 3.0);
+  }
+  if (proto == CollectiveProto::ll && algo == CollectiveAlgo::tree) efficiency = std::min(efficiency, 1.0 / 3.8);
+  return pp.base_s + steps * (lat + pp.hop_s) + per_port / (rate * efficiency);
 }
 
 Choice choose(const Topology& f, const CollectiveParams& p, const CollectiveJob& job) {

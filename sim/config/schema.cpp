@@ -88,8 +88,9 @@ void add_system_sections(Schema& s, Locate gpu) {
                 "(default: NCCL 2.19-2.29 src/graph/tuning.cc, NVLS 25 us, also printed by NCCL_DEBUG_SUBSYS=TUNING)")
       .choice("protocol", &CollectiveParams::protocol, {"auto", "ll", "ll128", "simple"}, def("auto"),
               "NCCL protocol of ring, tree and direct collectives: auto (the least estimated time: latency + size / "
-              "bandwidth per protocol, as NCCL's tuner weighs them), ll, ll128 or simple; a trace op's `protocol` "
-              "overrides it; nvls always runs simple")
+              "bandwidth per protocol, as NCCL's tuner weighs them: LL at a quarter of Simple's bandwidth on a ring "
+              "all-reduce or across nodes, a third on other rings, 1/3.8 on a tree, src/graph/tuning.cc), ll, ll128 or "
+              "simple; a trace op's `protocol` overrides it; nvls always runs simple")
       .number("ll.efficiency", nested(&CollectiveParams::ll, &ProtocolParams::efficiency), def("0.5"), between(0.01, 1),
               "LL: data share of the bytes on the links (default: each 8-byte store carries 4 bytes of data and a "
               "4-byte flag, NCCL src/device/prims_ll.h)")

@@ -117,13 +117,19 @@ TEST_CASE("NCCL's protocols: each its wire share, base and per-hop cost, and the
   SECTION("small messages run LL, mid-size LL128, large Simple, and auto never loses to a forced protocol by much") {
     CHECK(run(8192, "")["collective"]["protocol"].as<std::string>() == "ll");
     CHECK(run(1073741824.0, "")["collective"]["protocol"].as<std::string>() == "simple");
+    // NCCL's tuner weighs a ring all-reduce's LL at a quarter of Simple's bandwidth, below the
+    // half its line format carries: at 4 MiB it leaves LL for LL128 although LL still runs
+    // faster, as NCCL does (the published curves step up there).
+    const double mib4 = 4.0 * 1048576;
+    CHECK(run(mib4, "")["collective"]["protocol"].as<std::string>() == "ll128");
+    CHECK(d(run(mib4, ", protocol: ll")["time_s"]) < d(run(mib4, "")["time_s"]));
     for (double S = 8192; S <= 1073741824.0; S *= 8) {
       double best = 1e30;
       for (const char* p : {"ll", "ll128", "simple"}) best = std::min(best, d(run(S, std::string(", protocol: ") + p)["time_s"]));
       const YAML::Node a = run(S, "");
       INFO(S << " B: auto ran " << a["collective"]["protocol"].as<std::string>() << " in " << d(a["time_s"]) * 1e6
               << " us, the best forced protocol " << best * 1e6 << " us");
-      CHECK(d(a["time_s"]) <= best * 1.10);
+      CHECK(d(a["time_s"]) <= best * 1.15);
     }
   }
   SECTION("channels: a chunk smaller than channels x step moves as one step, paying a step's latency") {
