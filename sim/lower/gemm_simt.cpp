@@ -120,8 +120,8 @@ class SimtGemm : public GemmProgram {
     std::ostringstream os;
     os << "SIMT " << instr;
     if (unaligned_conv)
-      os << " on " << dtype_name(dtype) << " operands converted to fp32 (implicit_convolve_sgemm: " << g.c
-         << " channels do not make 16-byte rows for the tensor cores)";
+      os << " on " << dtype_name(dtype) << " operands" << (dtype == Dtype::fp32 ? "" : " converted to fp32")
+         << " (implicit_convolve_sgemm: " << g.c << " channels do not make 16-byte rows for the tensor cores)";
     os << ", tile " << bm << "x" << bn << "x" << bk << ", " << threads() << " threads of " << thread_rows() << "x"
        << thread_cols() << " accumulators, " << stages << (stages == 1 ? " stage" : " stages");
     return os.str();
