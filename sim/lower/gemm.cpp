@@ -22,6 +22,11 @@ double idle_load_latency_s(const config::GpuConfig& gpu) {
   return (gpu.sm.l1_latency_cycles + gpu.l2.hit_latency_cycles) / gpu.sm.clock_hz + gpu.hbm.controller_latency_s +
          gpu.hbm.tRCD + gpu.hbm.tCL;
 }
+
+// MACs per clock per SM of the tensor cores in `dt` (0: they do not take it).
+double tensor_macs_per_clock(const config::GpuConfig& gpu, Dtype dt) {
+  return gpu.tensor_core.per_sm * gpu.tensor_core.macs_per_clock.of(dt);
+}
 }  // namespace
 
 uint64_t GemmProgram::k_steps() const { return div_up(static_cast<uint64_t>(K), static_cast<uint64_t>(bk)); }
@@ -481,7 +486,7 @@ double simt_gemm_peak_tflops(const config::GpuConfig& gpu, Dtype dt) {
 LoweredOp Lowering::gemm(const Op& op) {
   // A convolution whose input channels do not make 16-byte rows cannot feed the tensor-core
   // kernels' vector loads (weight-only quantised filters aside, whose kernels take them).
-  const bool tensor = gpu_.tensor_core.per_sm * gpu_.tensor_core.macs_per_clock.of(op.dtype) > 0;
+  const bool tensor = tensor_macs_per_clock(gpu_, op.dtype) > 0;
   if (op.kind == OpKind::conv2d && tensor && !op.weight_only() && (op.c * dtype_bits(op.dtype)) % 128 != 0)
     return unaligned_conv(op);
   return gemm_kernel(op, false);
@@ -527,7 +532,7 @@ LoweredOp Lowering::unaligned_conv(const Op& op) {
   padded.c = (op.c + per_row - 1) / per_row * per_row;
   LoweredOp conv = gemm_kernel(padded, false);
   const auto& cp = dynamic_cast<const GemmProgram&>(*conv.program);
-  const double rate = gpu_.tensor_core.per_sm * gpu_.tensor_core.macs_per_clock.of(op.dtype);
+  const double rate = tensor_macs_per_clock(gpu_, op.dtype);
   const double copy_bytes = static_cast<double>(op.batch * op.h * op.w) * static_cast<double>(op.c + padded.c) * dtype_bits(op.dtype) / 8.0;
   const KernelLibParams& kl = gpu_.kernels;
   const double pad_s = cp.split_estimate_s(gpu_, cp.splits, rate) + copy_bytes / gpu_.hbm.peak_bandwidth() +
@@ -562,10 +567,9 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
   // The tensor cores where they take the format, else the SIMT lanes where the SM has an
   // instruction for it (a chip before tensor cores, or a format they lack); `simt_conv`: cuDNN's
   // SIMT convolution for channels that do not make 16-byte rows, in fp32 (gemm_simt.cpp).
-  const double tensor_rate = tc.per_sm * tc.macs_per_clock.of(op.dtype);
-  const bool unaligned_conv = simt_conv;
-  const bool simt = tensor_rate <= 0 || unaligned_conv;
-  const Dtype lane_dtype = unaligned_conv ? Dtype::fp32 : op.dtype;
+  const double tensor_rate = tensor_macs_per_clock(gpu_, op.dtype);
+  const bool simt = tensor_rate <= 0 || simt_conv;
+  const Dtype lane_dtype = simt_conv ? Dtype::fp32 : op.dtype;
   const double rate = simt ? simt_macs_per_clock(gpu_.sm, lane_dtype) : tensor_rate;
   if (rate <= 0) {
     const std::string f = dtype_name(op.dtype);
@@ -587,11 +591,11 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
 
   const bool tcgen05 = !simt && kl.gemm_mma == "tcgen05";
   const bool mma_sync = !simt && kl.gemm_mma == "mma_sync";
-  std::shared_ptr<GemmProgram> p = unaligned_conv ? make_simt_conv_gemm()
-                                   : simt         ? make_simt_gemm()
-                                   : tcgen05  ? make_tcgen05_gemm()
-                                   : mma_sync ? make_mma_sync_gemm(gpu_)
-                                              : make_wgmma_gemm();
+  std::shared_ptr<GemmProgram> p = simt_conv ? make_simt_conv_gemm()
+                                   : simt      ? make_simt_gemm()
+                                   : tcgen05   ? make_tcgen05_gemm()
+                                   : mma_sync  ? make_mma_sync_gemm(gpu_)
+                                               : make_wgmma_gemm();
   p->dtype = op.dtype;
   p->in_bits = dtype_bits(op.dtype);
   p->out_bits = dtype_bits(op.out_dtype);
