@@ -175,6 +175,10 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   if (cycles > 0) {
     const double duration = cycles / clock_.hz();
     end = std::max(end, simt_.reserve_for(now, now, duration));
+    // A warp issues from one scheduler, with that processing block's share of the lanes, so a CTA
+    // of fewer warps than the SM has schedulers reaches only that many of them, whatever else runs.
+    const int warps = (k->program->resources.threads + 31) / 32;
+    if (warps > 0 && warps < p_.sub_partitions) end = std::max(end, now + duration * p_.sub_partitions / warps);
     stats_.simt_busy->value += duration;
     c.simt_busy_s += duration;
   }

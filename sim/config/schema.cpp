@@ -180,7 +180,8 @@ Schema make_gpu_schema() {
                 "SM clock for all SM-side timing (power.mode capped: the governor sets the running clock; this stays the "
                 "reference for reported peaks and for latencies given in cycles)")
       .integer("sub_partitions", &SmParams::sub_partitions, def("4"), between(1, 16),
-               "Processing blocks per SM, each with one warp scheduler issuing one instruction per clock")
+               "Processing blocks per SM, each with one warp scheduler issuing one instruction per clock and its share of the "
+               "lanes; a warp issues from one block, so a CTA of fewer warps reaches that many blocks' lanes")
       .flag("dual_issue", &SmParams::dual_issue, def("false"),
             "Each scheduler may issue a second, independent instruction of the same warp in a clock (two dispatch units per "
             "scheduler: Kepler to Pascal). Two lane instructions (FFMA, HFMA2, DP4A) pair only where they are independent and "

@@ -501,9 +501,11 @@ double simt_conv_estimate_s(const config::GpuConfig& gpu, const GemmProgram& p) 
   const SmParams& sm = gpu.sm;
   StepWork w;
   p.step(0, 0, w);
-  const double issue_cycles = (w.instr_simt + w.instr_mem) / sm.sub_partitions;
   const double ctas = static_cast<double>(p.num_ctas());
   const int cps = std::max(1, occupancy(sm, p.resources));
+  // Each warp issues from one scheduler: the schedulers the SM's resident warps occupy.
+  const double warps = std::min<double>(cps, std::ceil(ctas / sm.count)) * std::ceil(p.resources.threads / 32.0);
+  const double issue_cycles = (w.instr_simt + w.instr_mem) / std::min<double>(sm.sub_partitions, std::max(1.0, warps));
   const double waves = std::ceil(ctas / (static_cast<double>(sm.count) * cps));
   const double per_sm = std::ceil(ctas / sm.count);
   const double steps = static_cast<double>(p.k_steps());

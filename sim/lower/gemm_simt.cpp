@@ -105,13 +105,21 @@ class SimtGemm : public GemmProgram {
       const int64_t n_threads = tbm * tbn / (kThreadRows * kThreadCols);
       if (n_threads < 32 || n_threads > 1024 || regs_per_thread > 255) continue;
       const double stage_bytes = static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) * static_cast<double>(tbm + tbn);
-      // The accumulators leave from registers: no epilogue staging in shared memory.
-      const int st = stages_that_fit(gpu, 0.0, stage_bytes);
-      if (st == 0) continue;
-      CtaResources r{static_cast<int>(n_threads), regs_per_thread * static_cast<int>(n_threads), st * stage_bytes};
-      const int cps = occupancy(sm, r);
-      if (cps < 1) continue;
-      keep_if_best(gpu, op, tbm, tbn, st, r, 0.0, cps, eff_rate, best);
+      // The accumulators leave from registers: no epilogue staging in shared memory. The deepest
+      // pipeline that fits, or a shallower one where that lets more CTAs share an SM whose
+      // schedulers a CTA's few warps would leave idle (the SGEMMs of the era run two buffers,
+      // 16 KB: NervanaSystems/maxas, sgemm/sgemm128.sass).
+      for (int st = stages_that_fit(gpu, 0.0, stage_bytes); st >= 2; --st) {
+        CtaResources r{static_cast<int>(n_threads), regs_per_thread * static_cast<int>(n_threads), st * stage_bytes};
+        const int cps = occupancy(sm, r);
+        if (cps < 1) continue;
+        // Each warp issues from one scheduler: the SM's CTAs reach the share of its lanes that
+        // their warps' schedulers own (a 64-thread CTA alone on a four-scheduler SM: half).
+        const double tiles = static_cast<double>(op.batch) * std::ceil(static_cast<double>(M) / tbm) * std::ceil(static_cast<double>(N) / tbn);
+        const double resident = std::min<double>(cps, std::ceil(tiles / sm.count));
+        const double share = std::min(1.0, resident * std::ceil(n_threads / 32.0) / sm.sub_partitions);
+        keep_if_best(gpu, op, tbm, tbn, st, r, 0.0, cps, eff_rate * share, best);
+      }
     }
   }
 

@@ -129,7 +129,8 @@ LoweredOp Lowering::microbenchmark(const Op& op) {
       throw UserError(op.loc.str() + ": op '" + op.name + "': the SMs of this chip have no " + op.instruction + " (sm." +
                       (op.instruction == "hdp4a" ? "dp4a_per_lane" : "hfma_per_lane") + " is 0)");
     p->stages = 1;
-    p->resources = CtaResources{32 * static_cast<int>(p->warps_per_cta), 32 * 32 * static_cast<int>(p->warps_per_cta), 0};
+    const int cta_warps = static_cast<int>(std::min(p->warps, p->warps_per_cta));  // fewer warps: one CTA of them
+    p->resources = CtaResources{32 * cta_warps, 32 * 32 * cta_warps, 0};
     std::ostringstream os;
     os << p->warps << " warps x " << p->count << " " << p->instruction << (mma ? " (" + std::to_string(op.macs_per_instruction) + " MACs each)" : "");
     p->description = os.str();

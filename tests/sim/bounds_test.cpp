@@ -196,6 +196,21 @@ TEST_CASE("instruction loops reach each SIMT path's peak from lanes x clock, and
   CHECK(d(op["fraction_of_peak"]) > 0.55);
 }
 
+TEST_CASE("a warp issues from one scheduler: a CTA of fewer warps than schedulers reaches their share of the lanes", "[sim][bounds][simt]") {
+  // One CTA on one SM of the H100 (four schedulers of 32 lanes each): two warps of FFMAs occupy
+  // two schedulers and take as long as four warps of them, which occupy all four.
+  auto loop_s = [](int warps) {
+    const std::string t = "xpusim_trace: 1\nops:\n  - {name: l, kind: instruction_loop, instruction: ffma, count: 100000, warps: " +
+                          std::to_string(warps) + "}\n";
+    return d(simulate(kH100, t)["ops"][0]["time_s"]);
+  };
+  const double two = loop_s(2), four = loop_s(4), one = loop_s(1);
+  CHECK(two == Approx(four).epsilon(0.05));
+  CHECK(one == Approx(four).epsilon(0.05));
+  // Four warps' lane work at the SM's full rate: 4 x 100000 x 32 FMAs over 128 lanes.
+  CHECK(four >= 100000.0 * 4 * 32 / 128 / 1.98e9);
+}
+
 TEST_CASE("Pascal's SIMT formats: HFMA2 doubles the P100's GEMM rate, DP4A quadruples the P40's", "[sim][simt]") {
   auto tflops = [](const std::string& chip, const std::string& dtype) {
     const YAML::Node r = simulate(source_path("configs/" + chip + ".yaml"), gemm_trace(2048, 2048, 2048, dtype));

@@ -28,9 +28,9 @@ TEST_CASE("pointer chase: an L1 hit, an L2 hit and a DRAM access cost the sum of
   const auto cfg = xpusim::config::load_config(kH100);
   const auto& g = cfg.chip.gpu;
   const double clk = g.sm.clock_hz;
-  // One dependent load also issues two instructions (load, address arithmetic) on one of the
-  // SM's schedulers: a fraction of a cycle.
-  const double issue = 2.0 / g.sm.sub_partitions;
+  // One dependent load also issues two instructions (load, address arithmetic) from the chasing
+  // warp's one scheduler: two cycles.
+  const double issue = 2.0;
 
   const double l1 = cycles_per_load(simulate(kH100, chase(16 << 10, 128, 2000), {kFixed}));
   CHECK(l1 == Approx(g.sm.l1_latency_cycles + issue).epsilon(0.01));
@@ -59,7 +59,7 @@ TEST_CASE("pointer chase on two dies: far-die L2 hits pay the die-to-die latency
   CHECK(l2 > near + 0.3 * 2 * g.noc.d2d_latency_s * g.sm.clock_hz);
   CHECK(l2 < near + 0.7 * 2 * g.noc.d2d_latency_s * g.sm.clock_hz + 2);
   const double one_die = cycles_per_load(simulate(b200, chase(4 << 20, 128, 4000), {"noc.dies=1", kFixed}));
-  CHECK(one_die == Approx(near + 2.0 / g.sm.sub_partitions).epsilon(0.01));
+  CHECK(one_die == Approx(near + 2.0).epsilon(0.01));  // and two instructions from the warp's one scheduler
 }
 
 TEST_CASE("GEMM and elementwise reports carry hit rates and bytes at each level", "[sim][memory]") {
