@@ -504,7 +504,7 @@ double simt_conv_estimate_s(const config::GpuConfig& gpu, const GemmProgram& p) 
   const double ctas = static_cast<double>(p.num_ctas());
   const int cps = std::max(1, occupancy(sm, p.resources));
   // Each warp issues from one scheduler: the schedulers the SM's resident warps occupy.
-  const double warps = std::min<double>(cps, std::ceil(ctas / sm.count)) * std::ceil(p.resources.threads / 32.0);
+  const double warps = resident_warps(sm, ctas, cps, p.resources.threads);
   const double issue_cycles = (w.instr_simt + w.instr_mem) / std::min<double>(sm.sub_partitions, std::max(1.0, warps));
   const double waves = std::ceil(ctas / (static_cast<double>(sm.count) * cps));
   const double per_sm = std::ceil(ctas / sm.count);

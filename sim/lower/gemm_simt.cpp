@@ -105,6 +105,7 @@ class SimtGemm : public GemmProgram {
       const int64_t n_threads = tbm * tbn / (kThreadRows * kThreadCols);
       if (n_threads < 32 || n_threads > 1024 || regs_per_thread > 255) continue;
       const double stage_bytes = static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) * static_cast<double>(tbm + tbn);
+      const double tiles = static_cast<double>(op.batch) * std::ceil(static_cast<double>(M) / tbm) * std::ceil(static_cast<double>(N) / tbn);
       // The accumulators leave from registers: no epilogue staging in shared memory. The deepest
       // pipeline that fits, or a shallower one where that lets more CTAs share an SM whose
       // schedulers a CTA's few warps would leave idle (the SGEMMs of the era run two buffers,
@@ -115,9 +116,7 @@ class SimtGemm : public GemmProgram {
         if (cps < 1) continue;
         // Each warp issues from one scheduler: the SM's CTAs reach the share of its lanes that
         // their warps' schedulers own (a 64-thread CTA alone on a four-scheduler SM: half).
-        const double tiles = static_cast<double>(op.batch) * std::ceil(static_cast<double>(M) / tbm) * std::ceil(static_cast<double>(N) / tbn);
-        const double resident = std::min<double>(cps, std::ceil(tiles / sm.count));
-        const double share = std::min(1.0, resident * std::ceil(n_threads / 32.0) / sm.sub_partitions);
+        const double share = std::min(1.0, resident_warps(sm, tiles, cps, static_cast<int>(n_threads)) / sm.sub_partitions);
         keep_if_best(gpu, op, tbm, tbn, st, r, 0.0, cps, eff_rate * share, best);
       }
     }

@@ -1,8 +1,10 @@
 #pragma once
 // Helpers the kernel families of the lowering share (internal to sim/lower).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "models/sm/sm_params.h"
 #include "models/tensor_core/tensor_core_params.h"
 
 namespace xpusim::lower {
@@ -18,5 +20,11 @@ constexpr int kProducerThreads = 128;
 
 // Columns of an SM's tensor memory (tcgen05): 128 lanes of 4-byte columns.
 inline double tmem_columns(const TensorCoreParams& tc) { return std::floor(tc.tensor_memory_bytes / (128.0 * 4.0)); }
+
+// Warps resident on an SM for `ctas` CTAs of `threads` threads, `cps` of which fit on one: each
+// warp issues from one scheduler (sm.sub_partitions), so this many schedulers at most are busy.
+inline double resident_warps(const SmParams& sm, double ctas, int cps, int threads) {
+  return std::min<double>(cps, std::ceil(ctas / sm.count)) * std::ceil(threads / 32.0);
+}
 
 }  // namespace xpusim::lower
