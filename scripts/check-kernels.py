@@ -5,8 +5,10 @@ M = 1..1024), fp8 GEMMs on DeepSeek-V3 shapes, square GEMMs 256-2048 and decode 
 timed as calls back to back from a CUDA graph, each call on a different copy of its operands so
 that it meets them in HBM, as a model's layers do: the `*-cold.csv` files). Each shape runs as
 three dependent calls in one trace (each op has its own operands), and the simulated time per
-call is a kernel and its launch gap. Prints a Markdown table with the error of each
-shape and a summary per group; asserts nothing.
+call is a kernel and its launch gap. The `rows` group: LayerNorm, RMSNorm, softmax, row sums and
+adds over M x N as `scripts/measure/row_kernels.py --flush` timed them (each after an L2 flush,
+kernel durations by the profiler's timestamps), against the second call's kernel time. Prints a
+Markdown table with the error of each shape and a summary per group; asserts nothing.
 
   scripts/check-kernels.py                         h100-sxm against docs/validation/measured/h100-sxm-2026-11-24
   scripts/check-kernels.py --group skinny --set kernels.gemm.split_k=false
@@ -22,6 +24,10 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEASURED = "docs/validation/measured/h100-sxm-2026-11-24"
 SQUARE = "docs/validation/measured/h100-sxm-2026-11-24/square-cold.csv"
+# Row-wise kernels (scripts/measure/row_kernels.py --flush): kernel durations by the profiler's
+# timestamps, each call after the L2 was flushed, as the simulator's fresh operands start in HBM.
+ROWS = "docs/validation/measured/h100-sxm-2026-11-25/rows-flushed.csv"
+ROW_KINDS = {"layer_norm": "layernorm", "rms_norm": "layernorm", "softmax": "softmax", "sum": "reduction", "add": "elementwise"}
 CALLS = 3
 
 
@@ -50,6 +56,12 @@ def cases(measured, groups):
             yield "attention", f"decode {r['model']} b{r['batch']} kv{r['kv_len']}", \
                 dict(kind="attention", batch=int(r["batch"]), heads=int(r["q_heads"]), kv_heads=int(r["kv_heads"]),
                      seq_q=1, seq_kv=int(r["kv_len"]), head_dim=128, dtype="fp16"), float(r["best_s"])
+    if "rows" in groups:
+        for r in csv.DictReader(open(os.path.join(ROOT, ROWS))):
+            op = dict(kind=ROW_KINDS[r["op"]], shape=f"[{r['m']}, {r['n']}]", dtype="fp16")
+            if r["op"] == "rms_norm":
+                op["norm"] = "rms"
+            yield "rows", f"{r['op']} {r['m']}x{r['n']}", op, float(r["median_us"]) * 1e-6
 
 
 def flow(d):
@@ -61,11 +73,11 @@ def main():
     ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
     ap.add_argument("--config", default="configs/h100-sxm.yaml")
     ap.add_argument("--measured", default=MEASURED)
-    ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention"],
+    ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention", "rows"],
                     help="groups to run (repeatable; default all)")
     ap.add_argument("--set", action="append", default=[], help="passed to xpusim run --set")
     args = ap.parse_args()
-    groups = args.group or ["skinny", "fp8", "square", "attention"]
+    groups = args.group or ["skinny", "fp8", "square", "attention", "rows"]
     todo = list(cases(args.measured, groups))
     if not todo:
         sys.exit("no measured cases found")
@@ -96,9 +108,11 @@ def main():
     print("|---|---|---|---|---|---|")
     errs = {}
     for i, (group, label, _, meas) in enumerate(todo):
-        # Per call: from the start of the second call to the start of the one after the third.
-        nxt = ops[f"c{i + 1}_0"] if f"c{i + 1}_0" in ops else ops["end"]
-        sim = (nxt["start_s"] - ops[f"c{i}_1"]["start_s"]) / (CALLS - 1)
+        if group == "rows":  # measured: the kernel alone, by the profiler's timestamps
+            sim = ops[f"c{i}_1"]["time_s"]
+        else:  # per call: from the start of the second call to the start of the one after the third
+            nxt = ops[f"c{i + 1}_0"] if f"c{i + 1}_0" in ops else ops["end"]
+            sim = (nxt["start_s"] - ops[f"c{i}_1"]["start_s"]) / (CALLS - 1)
         err = sim / meas - 1
         errs.setdefault(group, []).append(err)
         desc = ops[f"c{i}_1"]["lowering"]["description"]

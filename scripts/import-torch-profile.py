@@ -34,6 +34,7 @@ ATTENTION = {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_fl
              "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention"}
 CONV = {"aten::conv2d", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution"}
 ROWWISE = {"aten::layer_norm": "layernorm", "aten::native_layer_norm": "layernorm", "aten::rms_norm": "layernorm",
+           "aten::_fused_rms_norm": "layernorm",
            "aten::softmax": "softmax", "aten::_softmax": "softmax", "aten::log_softmax": "softmax"}
 REDUCTIONS = {"aten::mean", "aten::sum", "aten::amax", "aten::max"}
 ELEMENTWISE = {"aten::add", "aten::add_", "aten::mul", "aten::mul_", "aten::sub", "aten::div", "aten::gelu",
@@ -117,7 +118,10 @@ def convert(e, name):
         return c
     if op in ROWWISE:
         x = dims[0]
-        return {**base, "kind": ROWWISE[op], "shape": [prod(x[:-1]), x[-1]] if len(x) > 1 else x}
+        row = {**base, "kind": ROWWISE[op], "shape": [prod(x[:-1]), x[-1]] if len(x) > 1 else x}
+        if op in ("aten::rms_norm", "aten::_fused_rms_norm"):
+            row["norm"] = "rms"
+        return row
     if op in REDUCTIONS:
         x = dims[0]
         axes = concrete(e, 1)

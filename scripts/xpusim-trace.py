@@ -191,6 +191,8 @@ def norm_ops(c, a, name, T, D, residual):
     act = a.activations
     if a.fusion != "none" or c["norm"] != "rmsnorm":
         op = {"name": name, "kind": "layernorm", "shape": [T, D], "dtype": act}
+        if c["norm"] == "rmsnorm":
+            op["norm"] = "rms"
         if residual:
             op["name"] = "residual_" + name
             op["inputs"] = 2

@@ -15,6 +15,7 @@ TagGeometry l2_geometry(const L2Params& p) {
   g.line_bytes = p.line_bytes;
   g.sector_bytes = p.sector_bytes;
   g.hash = p.hash;
+  g.track_fills = true;
   return g;
 }
 
@@ -143,8 +144,14 @@ void L2Cache::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& del
   }
   // A miss is known after the tag lookup (half the hit path); its data returns over the other
   // half once DRAM delivers.
-  if (!r.misses.empty())
-    done = std::max(done, send_down(r.misses, false, c, now, arrival + hit_latency_s_ / 2) + hit_latency_s_ / 2);
+  if (!r.misses.empty()) {
+    const double fill = send_down(r.misses, false, c, now, arrival + hit_latency_s_ / 2);
+    done = std::max(done, fill + hit_latency_s_ / 2);
+    tags_.set_ready(r.filling, fill);
+  }
+  // Sectors it found present but still on their way from DRAM (another request's miss): their
+  // data leaves the slice when it arrives.
+  if (r.pending_until > 0) done = std::max(done, r.pending_until + hit_latency_s_ / 2);
   if (!r.writebacks.empty()) {
     writeback_bytes_.value += static_cast<double>(r.dirty_evicted_sectors) * p_.sector_bytes;
     send_down(r.writebacks, true, c, now, arrival);  // posted: the requester does not wait

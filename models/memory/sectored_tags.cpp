@@ -27,7 +27,8 @@ SectoredTags::SectoredTags(const TagGeometry& g)
       line_bytes_(static_cast<uint64_t>(g.line_bytes)),
       sector_bytes_(static_cast<uint64_t>(g.sector_bytes)),
       sectors_per_line_(g.line_bytes / g.sector_bytes),
-      xor_hash_(g.hash == "xor") {
+      xor_hash_(g.hash == "xor"),
+      track_fills_(g.track_fills) {
   assert(sectors_per_line_ >= 1 && sectors_per_line_ <= 32 && g.slices >= 1);
   const uint64_t lines = static_cast<uint64_t>(g.size_bytes / g.line_bytes);
   sets_ = std::max<uint64_t>(1, lines / static_cast<uint64_t>(ways_) / static_cast<uint64_t>(g.slices));
@@ -36,6 +37,11 @@ SectoredTags::SectoredTags(const TagGeometry& g)
   tags_.zeros(n);
   age_.zeros(n);
   masks_.zeros(n);
+  if (track_fills_) ready_.zeros(n);
+}
+
+void SectoredTags::set_ready(const std::vector<uint64_t>& lines, double t) {
+  for (uint64_t i : lines) ready_[i] = t;
 }
 
 template <class T>
@@ -66,6 +72,7 @@ SectoredTags::Aligned<T>::~Aligned() {
 template struct SectoredTags::Aligned<uint64_t>;
 template struct SectoredTags::Aligned<uint32_t>;
 template struct SectoredTags::Aligned<SectoredTags::Masks>;
+template struct SectoredTags::Aligned<double>;
 
 void SectoredTags::renumber_ages() {
   // The order of the ways within each set is all LRU needs: keep it, with small numbers.
@@ -125,6 +132,11 @@ void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint3
       const uint32_t missing = sectors & ~present;
       r.miss_sectors += popcount32(missing);
       add_sectors(r.misses, line, missing);
+      if (track_fills_) {
+        const uint64_t i = first + static_cast<uint64_t>(hit);
+        if (present) r.pending_until = std::max(r.pending_until, ready_[i]);
+        if (missing) r.filling.push_back(i);
+      }
     }
     way.valid |= sectors;
     if (write) way.dirty |= sectors;
@@ -142,6 +154,11 @@ void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint3
   if (!write) {
     r.miss_sectors += popcount32(sectors);
     add_sectors(r.misses, line, sectors);
+  }
+  if (track_fills_) {
+    const uint64_t i = first + static_cast<uint64_t>(victim);
+    ready_[i] = 0;
+    if (!write) r.filling.push_back(i);
   }
   tags[victim] = line + 1;
   v.valid = sectors;

@@ -20,6 +20,10 @@ struct TagGeometry {
   int line_bytes = 128;
   int sector_bytes = 32;
   std::string hash = "xor";
+  // Keep, per line, when the fill of its last miss arrives (SectoredTags::set_ready), so that a
+  // read hitting sectors still on their way waits for them (the L2's miss handling merges it
+  // with the outstanding miss) instead of reading them at once.
+  bool track_fills = false;
 };
 
 class SectoredTags {
@@ -30,6 +34,10 @@ class SectoredTags {
     uint64_t dirty_evicted_sectors = 0;
     std::vector<Strided> misses;      // read sectors to fetch, merged where contiguous
     std::vector<Strided> writebacks;  // dirty sectors evicted, merged where contiguous
+    // With track_fills: the latest fill arrival among the lines whose present sectors a read hit
+    // (0: none pending), and the lines this access sends fills to (for set_ready).
+    double pending_until = 0;
+    std::vector<uint64_t> filling;
     void clear() { *this = Result{}; }
   };
 
@@ -42,6 +50,8 @@ class SectoredTags {
   // the host's caches in a multi-megabyte tag array, overlap. Changes nothing simulated.
   void prefetch(uint64_t addr, uint64_t bytes, uint32_t slice) const;
   uint64_t sets_per_slice() const { return sets_; }
+  // With track_fills: the fills of `lines` (Result::filling) arrive at time `t`.
+  void set_ready(const std::vector<uint64_t>& lines, double t);
   // Marks up to `sectors` dirty sectors clean, those of the least recently used lines first (to
   // within a 256th of the range of ages), moving no data; returns how many. For work that was
   // counted but not simulated (fast fidelity): its evictions' write-backs are already counted,
@@ -107,6 +117,8 @@ class SectoredTags {
   Aligned<uint64_t> tags_;  // line number + 1, 0 when invalid (so that a fresh array is all zeros)
   Aligned<uint32_t> age_;   // clock_ at the last touch (LRU)
   Aligned<Masks> masks_;
+  bool track_fills_ = false;
+  Aligned<double> ready_;   // with track_fills: when the line's last fill arrives
 };
 
 }  // namespace xpusim

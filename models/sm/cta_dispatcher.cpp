@@ -447,7 +447,13 @@ void CtaDispatcher::dispatch_thread() {
         for (size_t i = 0; i < sms_.size() && k->next_cta < total; ++i) {
           Sm* sm = sms_[(next_sm_ + i) % sms_.size()];
           if (sm->can_host(r)) {
-            sm->launch(k, k->next_cta++);
+            // The CTA holds its room from now and starts at the block scheduler's next turn.
+            double start = 0;
+            if (launch_interval_s_ > 0) {
+              start = std::max(sc_core::sc_time_stamp().to_seconds(), next_launch_s_);
+              next_launch_s_ = start + launch_interval_s_;
+            }
+            sm->launch(k, k->next_cta++, start);
             ++in_flight_;
             placed = true;
           }

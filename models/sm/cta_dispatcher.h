@@ -37,6 +37,8 @@ class CtaDispatcher : public sc_core::sc_module {
   std::function<void(const KernelProgram&)> on_reuse;
 
   void submit(KernelRun* k);             // runnable from now on
+  // The block scheduler starts one CTA per `s` seconds at most (sm.cta_launch_interval).
+  void set_launch_interval(double s) { launch_interval_s_ = s; }
   std::vector<KernelRun*> take_finished();
   sc_core::sc_event kernel_finished;     // notified when a kernel's last CTA completes
   // Over all kernels: the watchdog's sign of life (a replay's ticks count too).
@@ -98,6 +100,8 @@ class CtaDispatcher : public sc_core::sc_module {
   uint64_t ctas_done_ = 0;
   bool spinning_ = false;  // fault injection: kernel_finished notified at every delta, nothing finishing
   size_t next_sm_ = 0;
+  double launch_interval_s_ = 0;
+  double next_launch_s_ = 0;  // when the block scheduler may start its next CTA
   sc_core::sc_event wake_;
 
   // Fast fidelity.

@@ -36,6 +36,9 @@ struct StepWork {
   double instr_simt = 0;
   double instr_mem = 0;
   double fixed_s = 0;      // the step takes at least this long (a timed gap of known duration)
+  // The step takes at least this many SM cycles at the running clock: a chain of dependent
+  // instructions (a row's running statistics, a block-wide reduction) that no other work hides.
+  double latency_cycles = 0;
   // Whether two lane instructions (FFMA, HFMA2, DP4A) may go out together from one scheduler
   // (sm.dual_issue): only where they are independent and read their registers without bank
   // conflicts, as an instruction loop's do. Otherwise each scheduler issues at most one per clock

@@ -15,6 +15,7 @@ TagGeometry l1_geometry(const SmParams& p) {
   g.line_bytes = 128;
   g.sector_bytes = 32;
   g.hash = "modulo";
+  g.track_fills = true;
   return g;
 }
 
@@ -64,7 +65,7 @@ bool Sm::can_host(const CtaResources& r) const {
          registers_ + r.registers <= p_.registers && shared_ + r.shared_bytes <= p_.shared_memory_bytes;
 }
 
-void Sm::launch(KernelRun* k, uint64_t cta) {
+void Sm::launch(KernelRun* k, uint64_t cta, double start_s) {
   const CtaResources& r = k->program->resources;
   assert(can_host(r));
   ++ctas_;
@@ -73,7 +74,7 @@ void Sm::launch(KernelRun* k, uint64_t cta) {
   shared_ += r.shared_bytes;
   sc_core::sc_spawn_options opts;
   opts.set_stack_size(64 * 1024);
-  sc_core::sc_spawn([this, k, cta] { run_cta(k, cta); }, nullptr, &opts);
+  sc_core::sc_spawn([this, k, cta, start_s] { run_cta(k, cta, start_s); }, nullptr, &opts);
 }
 
 void Sm::wait_until(double t) {
@@ -127,9 +128,14 @@ double Sm::issue_cached(const std::vector<Strided>& blocks, KernelRun* k) {
   // The data path reads every byte out of the L1 arrays, hit or filled.
   follow_clock();
   double done = smem_.reserve(now, now, static_cast<double>(bytes)) + l1_latency_s_;
+  // Sectors present but still on their way from the L2 (another CTA's miss) arrive with it.
+  done = std::max(done, r.pending_until);
   if (!r.misses.empty()) {
     const std::vector<Strided> misses = r.misses;  // the member scratch is reused by the next lookup
-    done = std::max(done, issue(misses, false, k, 1, l1_latency_s_));
+    const std::vector<uint64_t> filling = r.filling;
+    const double fill = issue(misses, false, k, 1, l1_latency_s_);
+    l1_.set_ready(filling, fill);
+    done = std::max(done, fill);
   }
   return done;
 }
@@ -146,6 +152,7 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   OpCounters& c = k->counters;
   double end = tensor_core_.execute(now, w.tensor_macs, w.tensor_dtype, w.tensor_sparse, c);
   end = std::max(end, now + w.fixed_s);
+  if (w.latency_cycles > 0) end = std::max(end, now + w.latency_cycles / clock_.hz());
 
   // Data landing in shared memory takes the banks' bandwidth. Tensor-core operand reads are
   // counted but not timed here: their path to the banks is wider than the load/store path and
@@ -212,7 +219,8 @@ int occupancy(const SmParams& p, const CtaResources& r) {
   return std::max(n, 0);
 }
 
-void Sm::run_cta(KernelRun* k, uint64_t cta) {
+void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
+  wait_until(start_s);
   const KernelProgram& prog = *k->program;
   const double start = sc_core::sc_time_stamp().to_seconds();
   const double start_cycles = clock_.cycles(start);

@@ -45,7 +45,8 @@ class Sm : public sc_core::sc_module {
   static bool fits_empty(const SmParams& p, const CtaResources& r);
   int capacity(const CtaResources& r) const;  // CTAs of this shape the empty SM holds
   // Places CTA `cta` of `k` here and starts it now.
-  void launch(KernelRun* k, uint64_t cta);
+  // The CTA takes its resources now and starts work at `start_s` (the block scheduler's turn).
+  void launch(KernelRun* k, uint64_t cta, double start_s = 0);
   int resident_ctas() const { return ctas_; }
   TensorCore& tensor_core() { return tensor_core_; }
 
@@ -54,7 +55,7 @@ class Sm : public sc_core::sc_module {
   std::function<void(KernelRun*, uint64_t)> on_skip;  // a CTA leaves out steady steps, with k->step_rate: plays them back
 
  private:
-  void run_cta(KernelRun* k, uint64_t cta);
+  void run_cta(KernelRun* k, uint64_t cta, double start_s);
   double issue(const std::vector<Strided>& blocks, bool write, KernelRun* k, int fanout = 1, double after_s = 0);
   double issue_cached(const std::vector<Strided>& blocks, KernelRun* k);
   double issue_loads(const StepWork& w, KernelRun* k);

@@ -21,6 +21,18 @@ struct SmParams {
   double l1_cache_bytes = 0;         // L1 data cache capacity (the part not carved out as shared memory)
   int l1_associativity = 0;
   double l1_latency_cycles = 0;      // load-to-use latency of an L1 hit
+  // Dependent-instruction latencies, for the chains a kernel cannot hide behind other warps (a
+  // block-wide reduction, a loop whose iterations each wait for the last): issue to result.
+  double fp32_latency_cycles = 0;          // FADD, FMUL, FFMA
+  double sfu_latency_cycles = 0;           // MUFU (rsqrt, ex2, approximate reciprocal)
+  double divide_latency_cycles = 0;        // IEEE-rounded FP32 reciprocal or division (MUFU.RCP and its fix-up)
+  double shuffle_latency_cycles = 0;       // warp shuffle (SHFL)
+  double shared_memory_latency_cycles = 0; // a shared-memory store and the load of it after a barrier
+  double barrier_latency_cycles = 0;       // CTA barrier (BAR.SYNC) of one warp
+  double barrier_per_warp_cycles = 0;      // and for each further warp it waits for
+  // The GPU's block scheduler starts one CTA every this many seconds at most, over all SMs
+  // (0: a CTA starts as soon as an SM has room for it).
+  double cta_launch_interval_s = 0;
 };
 
 }  // namespace xpusim

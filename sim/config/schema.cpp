@@ -210,7 +210,29 @@ Schema make_gpu_schema() {
                 "L1 data cache capacity for ordinary loads (the part of the array not used as shared memory)")
       .integer("l1_associativity", &SmParams::l1_associativity, def("4"), between(1, 1024), "L1 ways per set")
       .quantity("l1_latency", &SmParams::l1_latency_cycles, Dim::Cycles, def("33 cycles"), between(0, 1e5),
-                "Load-to-use latency of an L1 hit; also the lookup time an L1 miss pays");
+                "Load-to-use latency of an L1 hit; also the lookup time an L1 miss pays")
+      .quantity("fp32_latency", &SmParams::fp32_latency_cycles, Dim::Cycles, def("4.6 cycles"), between(0, 1e4),
+                "Dependent FP32 instruction latency (FADD, FFMA): a chain a kernel cannot hide, such as a row's running "
+                "statistics or a reduction (default: H100, measured)")
+      .quantity("sfu_latency", &SmParams::sfu_latency_cycles, Dim::Cycles, def("39 cycles"), between(0, 1e4),
+                "Dependent special-function latency (MUFU: rsqrt, ex2, approximate reciprocal; default: H100, measured)")
+      .quantity("divide_latency", &SmParams::divide_latency_cycles, Dim::Cycles, def("77 cycles"), between(0, 1e4),
+                "Dependent IEEE-rounded FP32 reciprocal (1.f / x without fast math: MUFU.RCP, its fix-up and the "
+                "special-case branch; default: H100, measured)")
+      .quantity("shuffle_latency", &SmParams::shuffle_latency_cycles, Dim::Cycles, def("24 cycles"), between(0, 1e4),
+                "Dependent warp shuffle latency (SHFL; default: H100, measured)")
+      .quantity("shared_memory_latency", &SmParams::shared_memory_latency_cycles, Dim::Cycles, def("26 cycles"),
+                between(0, 1e4),
+                "A shared-memory store and a load of it across a barrier, barriers excluded: one step of a reduction "
+                "between warps (default: H100, measured)")
+      .quantity("barrier_latency", &SmParams::barrier_latency_cycles, Dim::Cycles, def("12.7 cycles"), between(0, 1e4),
+                "CTA barrier (__syncthreads) latency for a CTA of one warp (default: H100, measured)")
+      .quantity("barrier_per_warp", &SmParams::barrier_per_warp_cycles, Dim::Cycles, def("2 cycles"), between(0, 1e4),
+                "Added to barrier_latency for each warp of the CTA (H100, measured: 14.7 cycles for 1 warp, 20.7 for 4, "
+                "76.7 for 32)")
+      .quantity("cta_launch_interval", &SmParams::cta_launch_interval_s, Dim::Time, def("0 ns"), between(0, 1e-6),
+                "The block scheduler starts one CTA per this interval at most, over the whole GPU: a kernel of many short "
+                "CTAs waits for their starts (0: a CTA starts as soon as an SM has room)");
 
   section<TensorCoreParams>(s, "tensor_core", "Tensor cores (matrix units)",
                             [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->tensor_core; })

@@ -30,6 +30,7 @@ GpuSystem::GpuSystem(sc_core::sc_module_name name, const config::GpuConfig& cfg,
   noc_->l2_side.bind(l2_->socket);
   l2_->mem.bind(hbm_->socket);
   dispatcher_ = std::make_unique<CtaDispatcher>("dispatcher", raw);
+  dispatcher_->set_launch_interval(cfg.sm.cta_launch_interval_s);
   end_stat_ = stats.all().size();
 }
 

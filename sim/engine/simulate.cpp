@@ -92,7 +92,7 @@ std::string memo_key(const trace::Op& op, const KernelProgram& p) {
      << dtype_name(op.weight_dtype) << " g" << op.weight_group << " sb" << op.weight_scale_bits << " sw" << op.switching
      << " d" << op.input_density << " shape";
   for (int64_t x : op.shape) os << ' ' << x;
-  os << " in" << op.inputs << " fpe" << op.flops_per_element << " ct" << op.contiguous << " att" << op.heads << ',' << op.kv_heads << ','
+  os << " in" << op.inputs << " fpe" << op.flops_per_element << " ct" << op.contiguous << " rms" << op.rms << " att" << op.heads << ',' << op.kv_heads << ','
      << op.seq_q << ',' << op.seq_kv << ',' << op.head_dim << ',' << op.causal << ',' << op.kv_page << " conv" << op.h << ',' << op.w << ','
      << op.c << ',' << op.r << ',' << op.s << ',' << op.stride << ',' << op.pad << " mb" << op.footprint << ','
      << op.access << ',' << op.loads << ',' << op.passes << ',' << op.warmup << ' ' << op.instruction << ',' << op.count

@@ -1,6 +1,6 @@
 #include "sim/lower/lowering.h"
 
-// The lowering's core: dispatch by op family (gemm.cpp, attention.cpp, streaming.cpp,
+// The lowering's core: dispatch by op family (gemm.cpp, attention.cpp, streaming.cpp, rowwise.cpp,
 // microbenchmarks.cpp), address allocation and occupancy.
 #include <cmath>
 #include <sstream>

@@ -47,6 +47,10 @@ class Lowering {
   LoweredOp unaligned_conv(const trace::Op& op);
   // `out_at`: where the output goes (0: a fresh allocation).
   LoweredOp streaming(const trace::Op& op, uint64_t out_at = 0);
+  // PyTorch's two-pass LayerNorm/RMSNorm kernel around a block reduction (rowwise.cpp), for the
+  // layernorm ops it runs (one input, rows of whole 4-element vectors).
+  static bool row_norm_applies(const trace::Op& op);
+  LoweredOp row_norm(const trace::Op& op, uint64_t out_at);
   LoweredOp attention(const trace::Op& op);
   LoweredOp microbenchmark(const trace::Op& op);
   LoweredOp delay(const trace::Op& op);

@@ -100,6 +100,7 @@ void strided_elementwise(StreamingProgram& p, const KernelLibParams& kl) {
 }  // namespace
 
 LoweredOp Lowering::streaming(const Op& op, uint64_t out_at) {
+  if (row_norm_applies(op)) return row_norm(op, out_at);
   const KernelLibParams& kl = gpu_.kernels;
   auto p = std::make_shared<StreamingProgram>();
   p->in_bits = dtype_bits(op.dtype);

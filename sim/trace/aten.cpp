@@ -190,7 +190,11 @@ Mapped map_op(const std::string& name, const Io& in, const Io& out) {
     const OpKind kind = kSoftmax.count(name) ? OpKind::softmax : kNorm.count(name) ? OpKind::layernorm
                         : kReduction.count(name) ? OpKind::reduction
                                                  : OpKind::elementwise;
-    if (kind != OpKind::elementwise) return shaped(kind, t[0].shape, dtype_or(t[0], "input"), 1);
+    if (kind != OpKind::elementwise) {
+      Mapped r = shaped(kind, t[0].shape, dtype_or(t[0], "input"), 1);
+      r.op.rms = name == "aten::rms_norm" || name == "aten::_fused_rms_norm";
+      return r;
+    }
     // An elementwise kernel writes its output and reads each tensor input; a copy or a
     // concatenation reads as much as it writes; an embedding gathers output-sized rows.
     const Tensor& result = o.empty() ? t[0] : o[0];

@@ -33,7 +33,7 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
       {OpKind::elementwise, {"shape", "inputs", "flops_per_element", "contiguous"}},
       {OpKind::reduction, {"shape"}},
       {OpKind::softmax, {"shape"}},
-      {OpKind::layernorm, {"shape", "inputs"}},
+      {OpKind::layernorm, {"shape", "inputs", "norm"}},
       {OpKind::attention, {"batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal", "kv_page"}},
       {OpKind::conv2d, {"batch", "h", "w", "c", "k", "r", "s", "stride", "pad", "weight_dtype", "weight_group"}},
       {OpKind::pointer_chase, {"footprint", "stride", "loads", "warmup"}},
@@ -438,6 +438,7 @@ class Parser {
             fail(cx.at(sh), path + ".shape", "shape has more than 2^50 elements");
         if (o.kind == OpKind::layernorm && n["inputs"])
           o.inputs = static_cast<int>(get_int(cx, n["inputs"], path + ".inputs", 1, 16));
+        if (o.kind == OpKind::layernorm && n["norm"]) o.rms = get_choice(cx, n["norm"], path + ".norm", {"layer", "rms"}) == "rms";
         if (o.kind == OpKind::elementwise) {
           if (n["inputs"]) o.inputs = static_cast<int>(get_int(cx, n["inputs"], path + ".inputs", 0, 16));
           if (n["flops_per_element"])

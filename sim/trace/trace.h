@@ -56,6 +56,7 @@ struct Op {
   // broadcast operand), so PyTorch runs its legacy kernel of dependent per-element iterations
   // rather than the vectorised one (sim/lower/streaming.cpp).
   bool contiguous = true;
+  bool rms = false;  // layernorm: RMSNorm (no mean, no bias), as `norm: rms` in the trace
   // attention (fused, FlashAttention-style): Q [batch, seq_q, heads, head_dim],
   // K/V [batch, seq_kv, kv_heads, head_dim]; with kv_page > 0 the KV cache is paged: pages of
   // kv_page tokens ([kv_page, kv_heads, head_dim] each) anywhere in a pool, found through each

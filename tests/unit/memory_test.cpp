@@ -39,6 +39,33 @@ TEST_CASE("L2 tags: first touch misses, reuse hits, sectors are counted", "[memo
   CHECK(r.miss_sectors == 1);
 }
 
+TEST_CASE("tags that track fills: a read of sectors still on their way waits for their fill", "[memory][l2]") {
+  TagGeometry g = small_l2();
+  g.track_fills = true;
+  SectoredTags l2(g);
+  SectoredTags::Result r;
+  l2.access(0, 128, false, 0, r);  // line 0 misses: its fill is outstanding
+  REQUIRE(r.filling.size() == 1);
+  CHECK(r.pending_until == 0);
+  l2.set_ready(r.filling, 5e-6);
+  r = {};
+  l2.access(32, 32, false, 0, r);  // a hit on a sector of line 0: it arrives with the fill
+  CHECK(r.hit_sectors == 1);
+  CHECK(r.pending_until == 5e-6);
+  CHECK(r.filling.empty());
+  r = {};
+  l2.access(256, 32, false, 0, r);  // another line: nothing pending
+  CHECK(r.pending_until == 0);
+  // Without tracking, a hit is a hit at once.
+  SectoredTags plain(small_l2());
+  r = {};
+  plain.access(0, 128, false, 0, r);
+  CHECK(r.filling.empty());
+  r = {};
+  plain.access(0, 128, false, 0, r);
+  CHECK(r.pending_until == 0);
+}
+
 TEST_CASE("L2 tags: a working set larger than the cache thrashes under LRU, a smaller one stays", "[memory][l2]") {
   for (const char* hash : {"xor", "modulo"}) {
     TagGeometry p = small_l2();

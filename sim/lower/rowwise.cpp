@@ -1,0 +1,149 @@
+// Row-wise kernels whose rows wait on a block-wide reduction: PyTorch's LayerNorm and RMSNorm.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "sim/lower/lower_util.h"
+#include "sim/lower/lowering.h"
+
+namespace xpusim::lower {
+namespace {
+
+using trace::Op;
+
+// PyTorch's vectorized_layer_norm_kernel (ATen/native/cuda/layer_norm_kernel.cu), which
+// F.layer_norm and F.rms_norm run where a row is a multiple of its 4-element vectors: a CTA of
+// 32 x 4 threads per row (the launch the profiler records, docs/validation/measured/
+// h100-sxm-2026-11-25/rows.csv). Pass 1 reads the row, one 4-element vector per thread per
+// iteration, folding each element into the thread's running statistics (Welford's: a count, a
+// mean updated through an IEEE reciprocal of the count, and a sum of squares; RMSNorm's: a sum of
+// squares); the iterations are not unrolled, so each waits for its load. Then the statistics
+// are combined across the block: five shuffle levels within each warp, then across the warps
+// through shared memory, two barriers a level, and a barrier to broadcast the result; the rsqrt
+// follows. Pass 2 reads the row again (and gamma, beta), normalises and stores it, again one
+// load round trip per iteration. A step is one iteration of one pass (stages = 1: the next
+// step's loads go out when this step's work is done), and its dependent instructions are
+// timed as a chain of the SM's latencies (sm.*_latency).
+class RowNormProgram : public KernelProgram {
+ public:
+  static constexpr int kThreads = 128;
+  static constexpr int kVector = 4;
+  int64_t rows = 0, cols = 0;
+  int in_bits = 16, out_bits = 16;
+  bool rms = false;
+  uint64_t x_base = 0, gamma_base = 0, beta_base = 0, out_base = 0, stats_base = 0;
+  double pass1_chain = 0;  // cycles per pass-1 iteration (one vector per thread)
+  double reduction = 0;    // cycles from the last pass-1 iteration to rstd
+  double pass2_chain = 0;  // cycles per pass-2 iteration
+  double reduction_instr = 0;  // warp instructions of the block reduction, all warps
+
+  int64_t per_step() const { return int64_t{kThreads} * kVector; }
+  int64_t iterations() const { return static_cast<int64_t>(div_up(static_cast<uint64_t>(cols), static_cast<uint64_t>(per_step()))); }
+  uint64_t num_ctas() const override { return static_cast<uint64_t>(rows); }
+  uint64_t steps(uint64_t) const override { return static_cast<uint64_t>(2 * iterations()); }
+
+  void step(uint64_t cta, uint64_t s, StepWork& w) const override {
+    const int64_t it = iterations();
+    const bool second = static_cast<int64_t>(s) >= it;
+    const int64_t i = static_cast<int64_t>(s) % it;
+    const int64_t lo = i * per_step(), n = std::min(per_step(), cols - lo);
+    const uint64_t at = static_cast<uint64_t>(static_cast<int64_t>(cta) * cols + lo);
+    const uint64_t bytes = bytes_of(static_cast<uint64_t>(n), in_bits);
+    w.cached_loads.push_back({x_base + bytes_of(at, in_bits), 1, bytes, 0});
+    // Instructions per element (each thread's four, one warp instruction per warp for each).
+    // Pass 1, Welford: the IEEE reciprocal of the count is ten (its special-case test and
+    // branch, MUFU.RCP, two FFMAs and an FADD of fix-up: the SASS of sync_latency.cu's
+    // rcp_ieee), then the count, delta, mean, sum-of-squares arithmetic and the conversion of the
+    // fp16 element, six more; RMSNorm: the conversion and one FFMA. Pass 2: the conversions of the
+    // element, gamma (and beta), subtract (LayerNorm), scale, gamma's FMA and the conversion out.
+    const double dn = static_cast<double>(n);
+    const double warps = std::ceil(dn / kVector / 32.0);
+    double instr_per_elem = 0, fp32_per_elem = 0, sfu_per_elem = 0;
+    if (!second) {
+      instr_per_elem = rms ? 2 : 16;
+      fp32_per_elem = rms ? 1 : 7;
+      sfu_per_elem = rms ? 0 : 1;
+      w.latency_cycles = pass1_chain;
+      if (i == it - 1) {
+        w.latency_cycles += reduction;
+        w.instr_simt += reduction_instr;
+      }
+    } else {
+      const uint64_t off = bytes_of(static_cast<uint64_t>(lo), in_bits);
+      w.cached_loads.push_back({gamma_base + off, 1, bytes, 0});
+      if (!rms) w.cached_loads.push_back({beta_base + off, 1, bytes, 0});
+      w.stores.push_back({out_base + bytes_of(at, out_bits), 1, bytes_of(static_cast<uint64_t>(n), out_bits), 0});
+      instr_per_elem = rms ? 5 : 7;
+      fp32_per_elem = rms ? 2 : 3;
+      w.latency_cycles = pass2_chain;
+    }
+    w.fp32_ops = dn * fp32_per_elem;
+    w.sfu_ops = dn * sfu_per_elem;
+    w.instr_simt += warps * kVector * instr_per_elem;
+    w.instr_mem = warps * static_cast<double>(w.cached_loads.size() + w.stores.size());
+  }
+  // The row's mean and rstd (fp32), by its first thread.
+  void epilogue(uint64_t cta, StepWork& w) const override {
+    if (stats_base) w.stores.push_back({stats_base + 8 * cta, 1, 8, 0});
+  }
+  void written(double max_bytes, std::vector<Strided>& out) const override {
+    const uint64_t bytes = bytes_of(static_cast<uint64_t>(rows * cols), out_bits);
+    const uint64_t keep = std::min<uint64_t>(bytes, static_cast<uint64_t>(std::max(0.0, max_bytes)));
+    if (keep > 0) out.push_back({out_base + bytes - keep, 1, keep, 0});
+  }
+};
+
+}  // namespace
+
+bool Lowering::row_norm_applies(const Op& op) {
+  return op.kind == trace::OpKind::layernorm && op.inputs == 1 && op.cols() % RowNormProgram::kVector == 0;
+}
+
+LoweredOp Lowering::row_norm(const Op& op, uint64_t out_at) {
+  const SmParams& sm = gpu_.sm;
+  auto p = std::make_shared<RowNormProgram>();
+  p->rows = op.rows();
+  p->cols = op.cols();
+  p->in_bits = dtype_bits(op.dtype);
+  p->out_bits = dtype_bits(op.out_dtype);
+  p->rms = op.rms;
+  p->stages = 1;
+  p->resources = CtaResources{RowNormProgram::kThreads, 32 * RowNormProgram::kThreads, 24};
+  const double fp32 = sm.fp32_latency_cycles, warps = RowNormProgram::kThreads / 32.0;
+  const double barrier = sm.barrier_latency_cycles + sm.barrier_per_warp_cycles * (warps - 1);
+  // One element into the running statistics: Welford's count, its reciprocal, the mean's FMA
+  // and the sum of squares' subtract and FMA; RMSNorm's sum of squares' FMA.
+  const double element = p->rms ? fp32 : sm.divide_latency_cycles + 3 * fp32;
+  // Two partial statistics combined: Welford's count sum, its reciprocal, the weights and the
+  // mean's FMA; a plain sum's add.
+  const double combine = p->rms ? fp32 : sm.divide_latency_cycles + 4 * fp32;
+  const double levels_between_warps = std::log2(warps);
+  p->pass1_chain = RowNormProgram::kVector * element;
+  p->reduction = 5 * (sm.shuffle_latency_cycles + combine) +
+                 levels_between_warps * (sm.shared_memory_latency_cycles + 2 * barrier + combine) +
+                 // the first thread divides by the row length, stores, a barrier, all load; + eps, rsqrt
+                 sm.divide_latency_cycles + sm.shared_memory_latency_cycles + barrier + fp32 + sm.sfu_latency_cycles;
+  p->pass2_chain = 3 * fp32;
+  // Warp instructions of the reduction: per warp and shuffle level, the shuffles of the
+  // statistics (Welford: mean, sum of squares, count; RMSNorm: sum of squares, count) and the
+  // combine (Welford: ~19 with its IEEE reciprocal; RMSNorm: two adds); per level between warps,
+  // each warp's shared-memory stores, loads, barriers and combine, predicated on its first
+  // thread (~30 and ~10); the broadcast (~10).
+  p->reduction_instr = warps * (5 * (p->rms ? 4 : 22) + levels_between_warps * (p->rms ? 10 : 30) + 10);
+  const double in_bytes = static_cast<double>(op.elements()) * p->in_bits / 8.0;
+  p->x_base = alloc(in_bytes);
+  p->gamma_base = alloc(static_cast<double>(p->cols) * p->in_bits / 8.0);
+  if (!p->rms) p->beta_base = alloc(static_cast<double>(p->cols) * p->in_bits / 8.0);
+  p->out_base = out_at ? out_at : alloc(static_cast<double>(op.elements()) * p->out_bits / 8.0);
+  if (!p->rms) p->stats_base = alloc(8.0 * static_cast<double>(p->rows));
+  const int cps = ctas_per_sm(p->resources);
+  if (cps < 1) throw UserError("layernorm: a CTA of 128 threads does not fit on an SM");
+  std::ostringstream os;
+  os << (p->rms ? "RMSNorm" : "LayerNorm") << ": a CTA of 128 threads per row, " << p->iterations()
+     << " dependent iteration" << (p->iterations() > 1 ? "s" : "") << " per pass of " << RowNormProgram::kVector
+     << " elements a thread, two passes around a block reduction of " << std::lround(p->reduction) << " cycles";
+  p->description = os.str();
+  return finish(p, false);
+}
+
+}  // namespace xpusim::lower

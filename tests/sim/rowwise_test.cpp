@@ -1,0 +1,56 @@
+// Row-wise kernels that wait on a block reduction (sim/lower/rowwise.cpp): PyTorch's LayerNorm
+// and RMSNorm read each row in dependent iterations, twice, around a chain of SM latencies.
+#include <catch2/catch.hpp>
+
+#include "helpers.h"
+
+using xpusim::testing::simulate;
+using xpusim::testing::source_path;
+
+namespace {
+const std::string kH100 = source_path("configs/h100-sxm.yaml");
+
+double norm_s(long rows, long cols, const std::string& norm, const std::vector<std::string>& set = {}) {
+  std::vector<std::string> s = set;
+  s.push_back("power.mode=fixed_clock");
+  const std::string t = "xpusim_trace: 1\nops:\n  - {name: n, kind: layernorm, shape: [" + std::to_string(rows) + ", " +
+                        std::to_string(cols) + "], dtype: fp16, norm: " + norm + "}\n";
+  return simulate(kH100, t, s)["ops"][0]["time_s"].as<double>();
+}
+}  // namespace
+
+TEST_CASE("a norm's row is a chain of dependent round trips: a long row costs one per iteration of each pass", "[sim][rowwise]") {
+  // One CTA of 128 threads, 4 elements a thread per iteration: a row of 512 is one iteration
+  // per pass, a row of 8192 sixteen. Each further iteration waits at least an L2 round trip
+  // (264 cycles at 1.83 GHz on the H100), whatever the bandwidth: 16 KB move in nanoseconds.
+  for (const char* norm : {"layer", "rms"}) {
+    const double one = norm_s(1, 512, norm), sixteen = norm_s(1, 8192, norm);
+    INFO(norm << ": " << one * 1e6 << " us, " << sixteen * 1e6 << " us");
+    CHECK(sixteen - one >= 2 * 15 * 264 / 1.83e9);
+  }
+}
+
+TEST_CASE("LayerNorm's Welford statistics chain IEEE reciprocals that RMSNorm's sum of squares does not", "[sim][rowwise]") {
+  const double ln = norm_s(1, 8192, "layer"), rms = norm_s(1, 8192, "rms");
+  CHECK(rms < 0.9 * ln);
+  // A slower reciprocal slows the LayerNorm by at least its four per iteration of pass 1 (16 of
+  // them) and the five of the shuffle levels; the RMSNorm does not divide but once per row.
+  const std::vector<std::string> slow = {"sm.divide_latency=377 cycles"};
+  CHECK(norm_s(1, 8192, "layer", slow) - ln >= (4 * 16 + 5) * 300 / 1.83e9);
+  CHECK(norm_s(1, 8192, "rms", slow) - rms <= 2 * 300 / 1.83e9);
+}
+
+TEST_CASE("rows that share gamma wait for its fill: eight rows on eight SMs take as long as one", "[sim][rowwise][memory]") {
+  // Each CTA reads gamma and beta in pass 2, all at about the same time; the first one's miss
+  // brings them, and the others' reads of the same sectors wait for that fill rather than hit.
+  const double one = norm_s(1, 8192, "layer"), eight = norm_s(8, 8192, "layer");
+  CHECK(eight >= 0.95 * one);
+}
+
+TEST_CASE("the block scheduler starts one CTA per sm.cta_launch_interval: a kernel of 8192 short CTAs waits for them", "[sim][rowwise]") {
+  // 8192 rows of 256: a CTA each, whose work is a few hundred nanoseconds on 16 CTAs per SM.
+  const double none = norm_s(8192, 256, "rms", {"sm.cta_launch_interval=0 ns"});
+  const double slow = norm_s(8192, 256, "rms", {"sm.cta_launch_interval=2 ns"});
+  CHECK(slow >= 8192 * 2e-9);
+  CHECK(none < 0.8 * slow);
+}
