@@ -50,17 +50,18 @@ class RowNormProgram : public KernelProgram {
     const uint64_t at = static_cast<uint64_t>(static_cast<int64_t>(cta) * cols + lo);
     const uint64_t bytes = bytes_of(static_cast<uint64_t>(n), in_bits);
     w.cached_loads.push_back({x_base + bytes_of(at, in_bits), 1, bytes, 0});
-    // Instructions per element (each thread's four, one warp instruction per warp for each).
-    // Pass 1, Welford: the IEEE reciprocal of the count is ten (its special-case test and
-    // branch, MUFU.RCP, two FFMAs and an FADD of fix-up: the SASS of sync_latency.cu's
-    // rcp_ieee), then the count, delta, mean, sum-of-squares arithmetic and the conversion of the
-    // fp16 element, six more; RMSNorm: the conversion and one FFMA. Pass 2: the conversions of the
-    // element, gamma (and beta), subtract (LayerNorm), scale, gamma's FMA and the conversion out.
+    // Instructions per element (each thread's four, one warp instruction per warp for each), as
+    // the kernel's SASS has them (docs/validation/measured/h100-sxm-2026-11-25/torch-sass-rows.txt).
+    // Pass 1, Welford: 19, the IEEE reciprocal of the count in its branch region (the special-
+    // case test and branch, MUFU.RCP, two FFMAs and an FADD of fix-up) and the count, delta,
+    // mean and sum-of-squares arithmetic and the fp16 element's conversion; RMSNorm: the
+    // conversion and one FFMA. Pass 2: the conversions of the element, gamma (and beta),
+    // subtract (LayerNorm), scale, gamma's FMA and the conversion out.
     const double dn = static_cast<double>(n);
     const double warps = std::ceil(dn / kVector / 32.0);
     double instr_per_elem = 0, fp32_per_elem = 0, sfu_per_elem = 0;
     if (!second) {
-      instr_per_elem = rms ? 2 : 16;
+      instr_per_elem = rms ? 2 : 19;
       fp32_per_elem = rms ? 1 : 7;
       sfu_per_elem = rms ? 0 : 1;
       w.latency_cycles = pass1_chain;
@@ -125,11 +126,11 @@ LoweredOp Lowering::row_norm(const Op& op, uint64_t out_at) {
                  sm.divide_latency_cycles + sm.shared_memory_latency_cycles + barrier + fp32 + sm.sfu_latency_cycles;
   p->pass2_chain = 3 * fp32;
   // Warp instructions of the reduction: per warp and shuffle level, the shuffles of the
-  // statistics (Welford: mean, sum of squares, count; RMSNorm: sum of squares, count) and the
-  // combine (Welford: ~19 with its IEEE reciprocal; RMSNorm: two adds); per level between warps,
+  // statistics (Welford: mean, sum of squares, count; RMSNorm: the sum of squares) and the
+  // combine (Welford: ~19 with its IEEE reciprocal; RMSNorm: one add, as its SASS has it); per level between warps,
   // each warp's shared-memory stores, loads, barriers and combine, predicated on its first
   // thread (~30 and ~10); the broadcast (~10).
-  p->reduction_instr = warps * (5 * (p->rms ? 4 : 22) + levels_between_warps * (p->rms ? 10 : 30) + 10);
+  p->reduction_instr = warps * (5 * (p->rms ? 2 : 22) + levels_between_warps * (p->rms ? 12 : 30) + 10);
   const double in_bytes = static_cast<double>(op.elements()) * p->in_bits / 8.0;
   p->x_base = alloc(in_bytes);
   p->gamma_base = alloc(static_cast<double>(p->cols) * p->in_bits / 8.0);
