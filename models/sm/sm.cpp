@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <utility>
 
 namespace xpusim {
 namespace {
@@ -132,7 +133,7 @@ double Sm::issue_cached(const std::vector<Strided>& blocks, KernelRun* k) {
   done = std::max(done, r.pending_until);
   if (!r.misses.empty()) {
     const std::vector<Strided> misses = r.misses;  // the member scratch is reused by the next lookup
-    const std::vector<uint64_t> filling = r.filling;
+    const std::vector<uint64_t> filling = std::move(r.filling);
     const double fill = issue(misses, false, k, 1, l1_latency_s_);
     l1_.set_ready(filling, fill);
     done = std::max(done, fill);

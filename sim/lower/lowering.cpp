@@ -55,6 +55,7 @@ LoweredOp Lowering::lower(const Op& op) {
     case OpKind::strided_read:
     case OpKind::instruction_loop: return microbenchmark(op);
     case OpKind::delay: return delay(op);
+    case OpKind::layernorm: return row_norm_applies(op) ? row_norm(op) : streaming(op);
     default: return streaming(op);
   }
 }

@@ -48,9 +48,9 @@ class Lowering {
   // `out_at`: where the output goes (0: a fresh allocation).
   LoweredOp streaming(const trace::Op& op, uint64_t out_at = 0);
   // PyTorch's two-pass LayerNorm/RMSNorm kernel around a block reduction (rowwise.cpp), for the
-  // layernorm ops it runs (one input, rows of whole 4-element vectors).
+  // layernorm ops it runs (one input, rows of whole 4-element vectors); streaming() the others.
   static bool row_norm_applies(const trace::Op& op);
-  LoweredOp row_norm(const trace::Op& op, uint64_t out_at);
+  LoweredOp row_norm(const trace::Op& op);
   LoweredOp attention(const trace::Op& op);
   LoweredOp microbenchmark(const trace::Op& op);
   LoweredOp delay(const trace::Op& op);

@@ -88,19 +88,17 @@ class RowNormProgram : public KernelProgram {
     if (stats_base) w.stores.push_back({stats_base + 8 * cta, 1, 8, 0});
   }
   void written(double max_bytes, std::vector<Strided>& out) const override {
-    const uint64_t bytes = bytes_of(static_cast<uint64_t>(rows * cols), out_bits);
-    const uint64_t keep = std::min<uint64_t>(bytes, static_cast<uint64_t>(std::max(0.0, max_bytes)));
-    if (keep > 0) out.push_back({out_base + bytes - keep, 1, keep, 0});
+    written_tail(out_base, bytes_of(static_cast<uint64_t>(rows * cols), out_bits), max_bytes, out);
   }
 };
 
 }  // namespace
 
 bool Lowering::row_norm_applies(const Op& op) {
-  return op.kind == trace::OpKind::layernorm && op.inputs == 1 && op.cols() % RowNormProgram::kVector == 0;
+  return op.inputs == 1 && op.cols() % RowNormProgram::kVector == 0;
 }
 
-LoweredOp Lowering::row_norm(const Op& op, uint64_t out_at) {
+LoweredOp Lowering::row_norm(const Op& op) {
   const SmParams& sm = gpu_.sm;
   auto p = std::make_shared<RowNormProgram>();
   p->rows = op.rows();
@@ -135,7 +133,7 @@ LoweredOp Lowering::row_norm(const Op& op, uint64_t out_at) {
   p->x_base = alloc(in_bytes);
   p->gamma_base = alloc(static_cast<double>(p->cols) * p->in_bits / 8.0);
   if (!p->rms) p->beta_base = alloc(static_cast<double>(p->cols) * p->in_bits / 8.0);
-  p->out_base = out_at ? out_at : alloc(static_cast<double>(op.elements()) * p->out_bits / 8.0);
+  p->out_base = alloc(static_cast<double>(op.elements()) * p->out_bits / 8.0);
   if (!p->rms) p->stats_base = alloc(8.0 * static_cast<double>(p->rows));
   const int cps = ctas_per_sm(p->resources);
   if (cps < 1) throw UserError("layernorm: a CTA of 128 threads does not fit on an SM");

@@ -70,9 +70,7 @@ class StreamingProgram : public KernelProgram {
   void epilogue(uint64_t, StepWork&) const override {}
   // Stored in its steps, in address order across the grid: the output's last max_bytes.
   void written(double max_bytes, std::vector<Strided>& out) const override {
-    const uint64_t bytes = bytes_of(static_cast<uint64_t>(reduce ? total / row : total), out_bits);
-    const uint64_t keep = std::min<uint64_t>(bytes, static_cast<uint64_t>(std::max(0.0, max_bytes)));
-    if (keep > 0) out.push_back({out_base + bytes - keep, 1, keep, 0});
+    written_tail(out_base, bytes_of(static_cast<uint64_t>(reduce ? total / row : total), out_bits), max_bytes, out);
   }
 };
 
@@ -100,7 +98,6 @@ void strided_elementwise(StreamingProgram& p, const KernelLibParams& kl) {
 }  // namespace
 
 LoweredOp Lowering::streaming(const Op& op, uint64_t out_at) {
-  if (row_norm_applies(op)) return row_norm(op, out_at);
   const KernelLibParams& kl = gpu_.kernels;
   auto p = std::make_shared<StreamingProgram>();
   p->in_bits = dtype_bits(op.dtype);

@@ -82,6 +82,7 @@ CASES = {
     "trace-nan-density.yaml": ("NaN", r":3:62: key 'ops\[0\]\.input_density': '\.nan' is not a number"),
     "trace-bool-yes.yaml": ("yes for true", r":3:75: key 'ops\[0\]\.causal': expected true or false"),
     "trace-contiguous-no.yaml": ("no for false", r":3:83: key 'ops\[0\]\.contiguous': expected true or false"),
+    "trace-norm-typo.yaml": ("a norm that is neither layer nor rms", r":3:69: key 'ops\[0\]\.norm': expected one of layer, rms"),
     "trace-weight-wider.yaml": ("weights wider than the math", r":3:62: key 'ops\[0\]\.weight_dtype': weights in fp32 are wider"),
     "trace-delay-no-unit.yaml": ("a duration without a unit", r":3:38: key 'ops\[0\]\.duration': '5' needs a unit of time"),
     "trace-delay-too-long.yaml": ("a two-hour gap", r":3:38: key 'ops\[0\]\.duration': must be between 0 s and 1 h"),
