@@ -46,7 +46,10 @@ bool counters_steady(const OpCounters& a, const OpCounters& b, double tol) {
 
 CtaDispatcher::CtaDispatcher(sc_core::sc_module_name name, std::vector<Sm*> sms)
     : sc_module(name), sms_(std::move(sms)) {
-  for (Sm* sm : sms_) sm->on_cta_done = [this](KernelRun* k) { cta_done(k); };
+  for (Sm* sm : sms_) {
+    sm->on_cta_done = [this](KernelRun* k) { cta_done(k); };
+    sm->on_slot_free = [this] { wake_.notify(sc_core::SC_ZERO_TIME); };
+  }
   SC_THREAD(dispatch_thread);
 }
 

@@ -20,6 +20,7 @@ struct KernelLibParams {
   bool gemm_split_k = true;              // wgmma: split K across CTAs where tiles leave SMs idle
   std::string gemm_split_k_reduction = "kernel";  // split-K's partials added by a second kernel, or serially by the last split
   bool gemm_stream_k = true;             // wgmma: stream-K where tiles leave a ragged last wave
+  bool gemm_persistent = false;          // wgmma: persistent CTAs walk the tiles of more than one wave
   bool attention_decode = true;          // decode kernels: a KV head's query group per CTA, KV split (flash-decoding)
   bool gemm_cta_pair = false;            // tcgen05: 2-SM MMA, a CTA pair computing one 2bm x bn tile
   int gemm_threads = 0;                  // threads per GEMM CTA (producer + consumer warpgroups)

@@ -220,12 +220,37 @@ int occupancy(const SmParams& p, const CtaResources& r) {
   return std::max(n, 0);
 }
 
+void Sm::free_slot(const CtaResources& r) {
+  --ctas_;
+  threads_ -= r.threads;
+  registers_ -= r.registers;
+  shared_ -= r.shared_bytes;
+}
+
 void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
   wait_until(start_s);
   const KernelProgram& prog = *k->program;
-  const double start = sc_core::sc_time_stamp().to_seconds();
-  const double start_cycles = clock_.cycles(start);
-  double stores_done = start;
+  // A persistent kernel's turn takes over from the earliest turn of its kernel that handed its
+  // slot on here, and hands its own on once it has issued its last loads and computed a step
+  // (its producer moves on to the next tile as its consumers free a buffer). The next turn then
+  // issues its first stages at once, not one per freed buffer: up to stages - 1 of them early.
+  std::shared_ptr<Handover> before, mine;
+  if (prog.hand_over) {
+    const auto it = std::find_if(handovers_.begin(), handovers_.end(), [k](const auto& h) { return h->k == k; });
+    if (it != handovers_.end()) {
+      before = *it;
+      handovers_.erase(it);
+    }
+  }
+  auto hand_on = [&] {
+    if (!prog.hand_over || mine) return;
+    free_slot(prog.resources);
+    mine = std::make_shared<Handover>();
+    mine->k = k;
+    handovers_.push_back(mine);
+    if (on_slot_free) on_slot_free();
+  };
+  double stores_done = sc_core::sc_time_stamp().to_seconds();
 
   StepWork pro;
   prog.prologue(cta, pro);
@@ -239,6 +264,11 @@ void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
     prog.step(cta, i, ring[i]);
     ready[i] = issue_loads(ring[i], k);
   }
+  // The CTA holds the SM's pipes from here (a turn that took over, once its predecessor is done).
+  if (before)
+    while (!before->done) sc_core::wait(before->finished);
+  const double start = sc_core::sc_time_stamp().to_seconds();
+  const double start_cycles = clock_.cycles(start);
   bool used_tensor_cores = pro.tensor_macs > 0;  // this CTA's, not the kernel's: decides the drain
   wait_until(pro_ready);
   wait_until(compute(pro, k));
@@ -268,6 +298,9 @@ void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
       prog.step(cta, next >= skip_from ? next + skip : next, ring[slot]);
       ready[slot] = issue_loads(ring[slot], k);
     }
+    // The buffer this step freed would take the next tile's first stage: the producer is done
+    // with this tile, and the next turn's loads start.
+    if (s + depth >= n) hand_on();
   }
 
   StepWork epi;
@@ -280,10 +313,14 @@ void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
   wait_until(stores_done);
 
   const CtaResources& r = prog.resources;
-  --ctas_;
-  threads_ -= r.threads;
-  registers_ -= r.registers;
-  shared_ -= r.shared_bytes;
+  if (mine) {
+    mine->done = true;
+    mine->finished.notify(sc_core::SC_ZERO_TIME);
+    const auto it = std::find(handovers_.begin(), handovers_.end(), mine);
+    if (it != handovers_.end()) handovers_.erase(it);
+  } else {
+    free_slot(r);
+  }
   stats_.ctas->value += 1;
   const double now = sc_core::sc_time_stamp().to_seconds();
   k->counters.cta_resident_s += now - start;

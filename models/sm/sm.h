@@ -4,6 +4,8 @@
 // and SIMT work issued by the warp schedulers to the FP32 and SFU lanes. Occupancy (CTA slots,
 // warps, registers, shared memory) limits how many CTAs the dispatcher may place here.
 #include <functional>
+#include <memory>
+#include <vector>
 
 #include "models/common/bandwidth_resource.h"
 #include "models/common/stats.h"
@@ -53,6 +55,7 @@ class Sm : public sc_core::sc_module {
   std::function<void(KernelRun*)> on_cta_done;  // set by the dispatcher
   std::function<void(KernelRun*)> on_step;      // after each step's compute, while k->count_steps (fast fidelity)
   std::function<void(KernelRun*, uint64_t)> on_skip;  // a CTA leaves out steady steps, with k->step_rate: plays them back
+  std::function<void()> on_slot_free;  // a persistent kernel's CTA handed its slot on (KernelProgram::hand_over)
 
  private:
   void run_cta(KernelRun* k, uint64_t cta, double start_s);
@@ -61,6 +64,15 @@ class Sm : public sc_core::sc_module {
   double issue_loads(const StepWork& w, KernelRun* k);
   double compute(const StepWork& w, KernelRun* k);
   static void wait_until(double t);
+  void free_slot(const CtaResources& r);
+  // A persistent kernel's CTA that handed its slot on and is still running: the next CTA of the
+  // same kernel placed here takes it over and waits for it before computing.
+  struct Handover {
+    const KernelRun* k = nullptr;
+    bool done = false;
+    sc_core::sc_event finished;
+  };
+  std::vector<std::shared_ptr<Handover>> handovers_;
   void follow_clock();  // re-rates the shared-memory banks after a clock change
 
   int id_;

@@ -294,6 +294,8 @@ void check_consistency(const LoadedConfig& cfg) {
     if (g.kernels.gemm_mma == "wgmma" && g.tensor_core.per_sm > 0 && g.tensor_core.generation < 4)
       bad("kernels.gemm.mma", "wgmma needs Hopper's tensor cores (generation 4 or more), and tensor_core.generation is " +
                                   std::to_string(g.tensor_core.generation) + ": its kernels are mma_sync");
+    if (g.kernels.gemm_persistent && g.kernels.gemm_mma == "mma_sync")
+      bad("kernels.gemm.persistent", "persistent GEMM kernels are wgmma's (Hopper's); kernels.gemm.mma is mma_sync");
     if (g.kernels.gemm_cta_pair && g.kernels.gemm_mma != "tcgen05")
       bad("kernels.gemm.cta_pair", "the 2-SM MMA is a tcgen05 instruction; kernels.gemm.mma is " + g.kernels.gemm_mma);
     if (g.kernels.gemm_cta_pair && g.kernels.gemm_cluster_m % 2 != 0)

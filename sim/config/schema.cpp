@@ -367,8 +367,8 @@ Schema make_gpu_schema() {
                "Threads per GEMM CTA (one producer and two consumer warpgroups); wgmma kernels")
       .choice("gemm.mma", &KernelLibParams::gemm_mma, {"mma_sync", "wgmma", "tcgen05"}, def("wgmma"),
               "MMA the GEMM kernels are written for: mma_sync (Volta to Ampere: warp-level MMAs on register operands "
-              "loaded from shared memory), wgmma (Hopper's warpgroup MMA, one CTA per tile; needs tensor_core.generation "
-              "4 or more) or tcgen05 (Blackwell: persistent CTAs, accumulators in tensor memory; needs tensor_core.generation 5)")
+              "loaded from shared memory), wgmma (Hopper's warpgroup MMA, one CTA per tile or persistent (gemm.persistent); needs "
+              "tensor_core.generation 4 or more) or tcgen05 (Blackwell: persistent CTAs, accumulators in tensor memory; needs tensor_core.generation 5)")
       .flag("gemm.split_k", &KernelLibParams::gemm_split_k, def("true"),
             "Not tcgen05: split a GEMM's K loop over several CTAs per output tile (fp32 partials, added as "
             "gemm.split_k_reduction says) where the estimate says it pays, as cuBLAS and CUTLASS do for skinny GEMMs")
@@ -380,6 +380,11 @@ Schema make_gpu_schema() {
             "wgmma only: where the tiles leave a ragged last wave after at least two whole ones, run the last one to two "
             "waves' worth of tiles stream-K (their K steps cut evenly over one CTA per SM, partial tiles fixed up "
             "through a workspace) as CUTLASS's data-parallel + stream-K hybrid does, where the estimate says it pays")
+      .flag("gemm.persistent", &KernelLibParams::gemm_persistent, def("false"),
+            "wgmma only: GEMMs of more than one wave of tiles (and neither split-K nor stream-K) run as persistent "
+            "kernels, as cuBLAS's Hopper kernels do: one CTA per SM slot walks tile after tile, its producer loading "
+            "the next tile's first stages while the consumers run the last tile's epilogue (tcgen05 kernels are "
+            "persistent wherever two accumulator buffers fit in tensor memory; mma_sync kernels are not)")
       .flag("gemm.cta_pair", &KernelLibParams::gemm_cta_pair, def("false"),
             "tcgen05 only: 2-SM MMA, two CTAs of a cluster compute one tile of twice the rows, each loading half "
             "of the shared B tile (kernels.gemm.cluster_m must be even)")

@@ -413,6 +413,14 @@ void GemmProgram::choose_stream_k(const config::GpuConfig& gpu, double eff_rate)
   }
 }
 
+void GemmProgram::choose_persistent(const config::GpuConfig& gpu) {
+  hand_over = false;
+  if (conv || splits > 1 || sk_ctas > 0) return;
+  // One wave of tiles or less gains nothing: no CTA has a next tile.
+  const uint64_t slots = static_cast<uint64_t>(gpu.sm.count) * static_cast<uint64_t>(std::max(1, occupancy(gpu.sm, resources)));
+  hand_over = tiles() > slots;
+}
+
 void GemmProgram::written(double max_bytes, std::vector<Strided>& out) const {
   if (splits > 1 && reduce_kernel) return KernelProgram::written(max_bytes, out);  // the partials
   last_stores(tiles(), max_bytes, [this](uint64_t t, StepWork& w) { tile_epilogue(t, w); }, out);
@@ -656,8 +664,11 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
   if (!tcgen05 && kl.gemm_split_k) p->choose_splits(gpu_, eff_rate);
   // Stream-K where the tiles leave a ragged last wave (tcgen05's persistent CTAs balance their own).
   if (!tcgen05 && kl.gemm_stream_k) p->choose_stream_k(gpu_, eff_rate);
+  // Hopper's libraries run GEMMs of more than one wave of tiles as persistent kernels
+  // (kernels.gemm.persistent); tcgen05's are persistent wherever two accumulator buffers fit.
+  if (!tcgen05 && !simt && !mma_sync && kl.gemm_persistent) p->choose_persistent(gpu_);
   // A CTA's K steps repeat one another (a short last one is never left out), the block scales'
-  // rows every scale_group / bk steps. A persistent CTA of several tiles drains a tile's
+  // rows every scale_group / bk steps. A tcgen05 persistent CTA of several tiles drains a tile's
   // accumulators every k_steps, and a convolution's steps walk the filter window: no period.
   if (!p->conv && p->sk_ctas == 0 && p->steps(0) == p->split_steps(0)) {
     if (p->scale_group == 0 || p->bk % p->scale_group == 0) p->step_period = 1;

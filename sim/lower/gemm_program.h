@@ -94,6 +94,10 @@ class GemmProgram : public KernelProgram {
     tile_step(cta % tiles(), split_first(cta / tiles()) + st, w);
   }
   void epilogue(uint64_t cta, StepWork& w) const override;
+  // After choose_splits and choose_stream_k: a persistent kernel (KernelProgram::hand_over, one
+  // CTA per tile standing for a resident CTA's turn at it) where neither was chosen and the
+  // tiles are more than one wave, as cuBLAS's Hopper kernels are.
+  void choose_persistent(const config::GpuConfig& gpu);
   // After choose_splits: stream-K for a ragged last wave after at least two whole ones (which
   // split-K cannot fill), where its estimate of the SMs' work beats the data-parallel kernel's
   // by a tenth and its whole estimate is no worse.

@@ -70,9 +70,10 @@ TEST_CASE("simulated time grows with work", "[sim][bounds]") {
 
 TEST_CASE("wave quantisation emerges: one tile more than a wave costs a second wave", "[sim][bounds]") {
   // 128x128 tiles, one CTA per SM: 132 tiles fill one wave of 132 SMs exactly. Data-parallel
-  // (one CTA per tile, no stream-K, and no split-K for the tile alone):
+  // (one CTA per tile, no stream-K, and no split-K for the tile alone; not persistent, whose
+  // 133rd tile would have its first loads in flight before the first wave ends):
   const std::vector<std::string> one_tile = {"kernels.gemm.tiles=[128x128]", "kernels.gemm.stream_k=false",
-                                             "kernels.gemm.split_k=false"};
+                                             "kernels.gemm.split_k=false", "kernels.gemm.persistent=false"};
   const double full = d(simulate(kH100, gemm_trace(128 * 12, 128 * 11, 4096), one_tile)["total"]["time_s"]);
   const double spill = d(simulate(kH100, gemm_trace(128 * 12 + 1, 128 * 11, 4096), one_tile)["total"]["time_s"]);
   const double alone = d(simulate(kH100, gemm_trace(128, 128, 4096), one_tile)["total"]["time_s"]);

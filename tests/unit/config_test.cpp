@@ -198,3 +198,12 @@ TEST_CASE("tcgen05 kernels are refused on a chip without fifth-generation tensor
   // Blackwell may run Hopper's kernels (an ablation).
   CHECK_NOTHROW(config::load_config(b200, {"kernels.gemm.mma=wgmma", "kernels.gemm.cta_pair=false", "kernels.attention.mma=wgmma"}));
 }
+
+TEST_CASE("persistent GEMM kernels are refused where the GEMMs are mma_sync's", "[config][errors]") {
+  const std::string a100 = source_path("configs/a100.yaml"), h100 = source_path("configs/h100-sxm.yaml");
+  CHECK_THAT(error_of([&] { config::load_config(a100, {"kernels.gemm.persistent=true"}); }),
+             Catch::Contains("key 'kernels.gemm.persistent'") && Catch::Contains("mma_sync"));
+  CHECK_NOTHROW(config::load_config(h100, {"kernels.gemm.persistent=false"}));
+  // The B200 inherits the key from the H100; its tcgen05 kernels are persistent anyway.
+  CHECK_NOTHROW(config::load_config(source_path("configs/b200.yaml")));
+}
