@@ -7,7 +7,8 @@ that it meets them in HBM, as a model's layers do: the `*-cold.csv` files). Each
 three dependent calls in one trace (each op has its own operands), and the simulated time per
 call is a kernel and its launch gap. The `rows` group: LayerNorm, RMSNorm, softmax, row sums and
 adds over M x N as `scripts/measure/row_kernels.py --flush` timed them (each after an L2 flush,
-kernel durations by the profiler's timestamps), against the second call's kernel time. Prints a
+kernel durations by the profiler's timestamps), against the second call's kernel time; the
+`fused` group likewise, torch.compile's fused residual add + RMSNorm (`fused_norm.py`). Prints a
 Markdown table with the error of each shape and a summary per group; asserts nothing.
 
   scripts/check-kernels.py                         h100-sxm against docs/validation/measured/h100-sxm-2026-11-24
@@ -27,6 +28,9 @@ SQUARE = "docs/validation/measured/h100-sxm-2026-11-24/square-cold.csv"
 # Row-wise kernels (scripts/measure/row_kernels.py --flush): kernel durations by the profiler's
 # timestamps, each call after the L2 was flushed, as the simulator's fresh operands start in HBM.
 ROWS = "docs/validation/measured/h100-sxm-2026-11-25/rows-flushed.csv"
+# torch.compile's fused residual add + RMSNorm over hidden 8192 (scripts/measure/fused_norm.py),
+# timed as the row-wise kernels are.
+FUSED = "docs/validation/measured/h100-sxm-2026-11-25/fused-norm.csv"
 ROW_KINDS = {"layer_norm": "layernorm", "rms_norm": "layernorm", "softmax": "softmax", "sum": "reduction", "add": "elementwise"}
 CALLS = 3
 
@@ -62,6 +66,12 @@ def cases(measured, groups):
             if r["op"] == "rms_norm":
                 op["norm"] = "rms"
             yield "rows", f"{r['op']} {r['m']}x{r['n']}", op, float(r["median_us"]) * 1e-6
+    if "fused" in groups:
+        for r in csv.DictReader(open(os.path.join(ROOT, FUSED))):
+            if r["operands"] != "flushed":
+                continue
+            op = dict(kind="layernorm", shape=f"[{r['tokens']}, 8192]", inputs=2, norm="rms", dtype="fp16")
+            yield "fused", f"add + rms_norm {r['tokens']}x8192", op, float(r["median_us"]) * 1e-6
 
 
 def flow(d):
@@ -73,11 +83,11 @@ def main():
     ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
     ap.add_argument("--config", default="configs/h100-sxm.yaml")
     ap.add_argument("--measured", default=MEASURED)
-    ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention", "rows"],
+    ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention", "rows", "fused"],
                     help="groups to run (repeatable; default all)")
     ap.add_argument("--set", action="append", default=[], help="passed to xpusim run --set")
     args = ap.parse_args()
-    groups = args.group or ["skinny", "fp8", "square", "attention", "rows"]
+    groups = args.group or ["skinny", "fp8", "square", "attention", "rows", "fused"]
     todo = list(cases(args.measured, groups))
     if not todo:
         sys.exit("no measured cases found")
@@ -108,7 +118,7 @@ def main():
     print("|---|---|---|---|---|---|")
     errs = {}
     for i, (group, label, _, meas) in enumerate(todo):
-        if group == "rows":  # measured: the kernel alone, by the profiler's timestamps
+        if group in ("rows", "fused"):  # measured: the kernel alone, by the profiler's timestamps
             sim = ops[f"c{i}_1"]["time_s"]
         else:  # per call: from the start of the second call to the start of the one after the third
             nxt = ops[f"c{i + 1}_0"] if f"c{i + 1}_0" in ops else ops["end"]

@@ -48,9 +48,12 @@ class Lowering {
   // `out_at`: where the output goes (0: a fresh allocation).
   LoweredOp streaming(const trace::Op& op, uint64_t out_at = 0);
   // PyTorch's two-pass LayerNorm/RMSNorm kernel around a block reduction (rowwise.cpp), for the
-  // layernorm ops it runs (one input, rows of whole 4-element vectors); streaming() the others.
+  // layernorm ops it runs (one input, rows of whole 4-element vectors), and the fused residual
+  // add + norm (several inputs, rows of whole 16-byte vectors up to 32 elements a thread:
+  // fused_add_norm); streaming() the others.
   static bool row_norm_applies(const trace::Op& op);
   LoweredOp row_norm(const trace::Op& op);
+  LoweredOp fused_add_norm(const trace::Op& op);
   LoweredOp attention(const trace::Op& op);
   LoweredOp microbenchmark(const trace::Op& op);
   LoweredOp delay(const trace::Op& op);

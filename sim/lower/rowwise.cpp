@@ -1,4 +1,5 @@
-// Row-wise kernels whose rows wait on a block-wide reduction: PyTorch's LayerNorm and RMSNorm.
+// Row-wise kernels whose rows wait on a block-wide reduction: PyTorch's LayerNorm and RMSNorm,
+// and the fused residual add + norm of compiled models and serving engines.
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -92,13 +93,125 @@ class RowNormProgram : public KernelProgram {
   }
 };
 
+// A fused residual add + norm, as torch.compile's Triton kernel runs it for a row of 8192
+// (docs/validation/measured/h100-sxm-2026-11-25/fused-norm.csv: a CTA of 512 threads per token,
+// 32 registers a thread): each thread loads its share of every input at once (16-byte vectors,
+// all in flight together), adds them, stores the sum (the new residual stream) and folds its
+// elements into its statistics, one dependent FMA (RMSNorm) or Welford update (LayerNorm) an
+// element; a block reduction follows (five shuffle levels in each warp, then the 16 warps'
+// partials through shared memory, reduced by one warp and broadcast: two barriers), then the
+// rsqrt. Step 2 loads gamma (and beta), scales the sum it holds in registers and stores the
+// output. A step per phase, stages 1: gamma's loads go out once the statistics are known.
+class FusedAddNormProgram : public KernelProgram {
+ public:
+  static constexpr int kThreads = 512;
+  static constexpr int kVectorBytes = 16;
+  int64_t rows = 0, cols = 0;
+  int inputs = 2, in_bits = 16, out_bits = 16;
+  bool rms = false;
+  std::vector<uint64_t> in_base;
+  uint64_t gamma_base = 0, beta_base = 0, sum_base = 0, out_base = 0;
+  double chain = 0;      // cycles from the loads' arrival to rstd
+  double reduction_instr = 0;
+
+  uint64_t num_ctas() const override { return static_cast<uint64_t>(rows); }
+  uint64_t steps(uint64_t) const override { return 2; }
+  double per_thread() const { return std::ceil(static_cast<double>(cols) / kThreads); }
+  double warps() const { return kThreads / 32.0; }
+
+  void step(uint64_t cta, uint64_t s, StepWork& w) const override {
+    const uint64_t at = static_cast<uint64_t>(static_cast<int64_t>(cta) * cols);
+    const uint64_t in_bytes = bytes_of(static_cast<uint64_t>(cols), in_bits);
+    const uint64_t out_bytes = bytes_of(static_cast<uint64_t>(cols), out_bits);
+    const double n = static_cast<double>(cols);
+    // Memory instructions: one per 16-byte vector of each thread, a warp instruction per warp.
+    auto vectors = [&](uint64_t bytes) { return std::ceil(static_cast<double>(bytes) / kThreads / kVectorBytes) * warps(); };
+    if (s == 0) {
+      for (uint64_t base : in_base) w.cached_loads.push_back({base + bytes_of(at, in_bits), 1, in_bytes, 0});
+      w.stores.push_back({sum_base + bytes_of(at, out_bits), 1, out_bytes, 0});
+      w.instr_mem = static_cast<double>(inputs) * vectors(in_bytes) + vectors(out_bytes);
+      // Per element: each input's conversion, the adds, the sum's conversion back, and the
+      // statistics (RMSNorm: an FMA; LayerNorm: Welford's update with its reciprocal).
+      const double per_elem = inputs + (inputs - 1) + 1 + (rms ? 1 : 7);
+      w.fp32_ops = n * per_elem;
+      w.sfu_ops = rms ? 0 : n;
+      w.instr_simt = w.fp32_ops / 32.0 + reduction_instr;
+      w.latency_cycles = chain;
+      return;
+    }
+    w.cached_loads.push_back({gamma_base, 1, in_bytes, 0});
+    if (!rms) w.cached_loads.push_back({beta_base, 1, in_bytes, 0});
+    w.stores.push_back({out_base + bytes_of(at, out_bits), 1, out_bytes, 0});
+    w.instr_mem = static_cast<double>(w.cached_loads.size()) * vectors(in_bytes) + vectors(out_bytes);
+    // Per element: gamma's (and beta's) conversion, subtract the mean (LayerNorm), scale,
+    // gamma's FMA, the conversion out.
+    w.fp32_ops = n * (rms ? 4 : 6);
+    w.instr_simt = w.fp32_ops / 32.0;
+  }
+  void epilogue(uint64_t, StepWork&) const override {}
+  void written(double max_bytes, std::vector<Strided>& out) const override {
+    written_tail(out_base, bytes_of(static_cast<uint64_t>(rows * cols), out_bits), max_bytes, out);
+  }
+};
+
+// Rows the fused kernel holds in registers: a 16-byte vector or more a thread, at most 32
+// elements (a row of 16384).
+bool fused_norm_fits(const Op& op) {
+  const int64_t vector = FusedAddNormProgram::kVectorBytes * 8 / dtype_bits(op.dtype);
+  return op.cols() % vector == 0 && op.cols() <= 32 * FusedAddNormProgram::kThreads;
+}
+
 }  // namespace
 
 bool Lowering::row_norm_applies(const Op& op) {
-  return op.inputs == 1 && op.cols() % RowNormProgram::kVector == 0;
+  if (op.inputs > 1) return fused_norm_fits(op);
+  return op.cols() % RowNormProgram::kVector == 0;
+}
+
+LoweredOp Lowering::fused_add_norm(const Op& op) {
+  const SmParams& sm = gpu_.sm;
+  auto p = std::make_shared<FusedAddNormProgram>();
+  p->rows = op.rows();
+  p->cols = op.cols();
+  p->inputs = op.inputs;
+  p->in_bits = dtype_bits(op.dtype);
+  p->out_bits = dtype_bits(op.out_dtype);
+  p->rms = op.rms;
+  p->stages = 1;
+  p->resources = CtaResources{FusedAddNormProgram::kThreads, 32 * FusedAddNormProgram::kThreads, 64};
+  const double fp32 = sm.fp32_latency_cycles, warps = p->warps();
+  const double barrier = sm.barrier_latency_cycles + sm.barrier_per_warp_cycles * (warps - 1);
+  // A thread's elements into its statistics, one after another: RMSNorm's FMA; Welford's count,
+  // reciprocal, the mean's FMA and the sum of squares' subtract and FMA. The adds before them are
+  // independent, one FP32 latency deep.
+  const double element = p->rms ? fp32 : sm.divide_latency_cycles + 3 * fp32;
+  const double combine = p->rms ? fp32 : sm.divide_latency_cycles + 4 * fp32;
+  const double levels_in_warp = 5, levels_over_warps = std::log2(warps);
+  p->chain = fp32 + p->per_thread() * element + levels_in_warp * (sm.shuffle_latency_cycles + combine) +
+             // the warps' partials through shared memory: store, barrier, one warp loads and
+             // reduces them, stores the total, barrier, all load it
+             2 * (sm.shared_memory_latency_cycles + barrier) + levels_over_warps * (sm.shuffle_latency_cycles + combine) +
+             // the mean of squares (or the variance), + eps, rsqrt
+             2 * fp32 + sm.sfu_latency_cycles;
+  // Warp instructions of the reduction: a shuffle and a combine per level per warp (Welford:
+  // three shuffles and ~19 for the combine), the partials' stores, loads and barriers.
+  p->reduction_instr = warps * (levels_in_warp * (p->rms ? 2 : 22) + 6) + levels_over_warps * (p->rms ? 2 : 22);
+  const double bytes = static_cast<double>(op.elements()) * p->in_bits / 8.0;
+  for (int i = 0; i < p->inputs; ++i) p->in_base.push_back(alloc(bytes));
+  p->gamma_base = alloc(static_cast<double>(p->cols) * p->in_bits / 8.0);
+  if (!p->rms) p->beta_base = alloc(static_cast<double>(p->cols) * p->in_bits / 8.0);
+  p->sum_base = alloc(static_cast<double>(op.elements()) * p->out_bits / 8.0);
+  p->out_base = alloc(static_cast<double>(op.elements()) * p->out_bits / 8.0);
+  if (ctas_per_sm(p->resources) < 1) throw UserError("layernorm: a CTA of 512 threads does not fit on an SM");
+  std::ostringstream os;
+  os << "fused residual add + " << (p->rms ? "RMSNorm" : "LayerNorm") << ": a CTA of 512 threads per row, the row read once ("
+     << p->per_thread() << " elements a thread), a block reduction, " << std::lround(p->chain) << " cycles from the loads to rstd";
+  p->description = os.str();
+  return finish(p, false);
 }
 
 LoweredOp Lowering::row_norm(const Op& op) {
+  if (op.inputs > 1) return fused_add_norm(op);
   const SmParams& sm = gpu_.sm;
   auto p = std::make_shared<RowNormProgram>();
   p->rows = op.rows();

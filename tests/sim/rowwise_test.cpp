@@ -10,12 +10,15 @@ using xpusim::testing::source_path;
 namespace {
 const std::string kH100 = source_path("configs/h100-sxm.yaml");
 
-double norm_s(long rows, long cols, const std::string& norm, const std::vector<std::string>& set = {}) {
+YAML::Node norm_op(long rows, long cols, const std::string& norm, const std::vector<std::string>& set = {}, int inputs = 1) {
   std::vector<std::string> s = set;
   s.push_back("power.mode=fixed_clock");
   const std::string t = "xpusim_trace: 1\nops:\n  - {name: n, kind: layernorm, shape: [" + std::to_string(rows) + ", " +
-                        std::to_string(cols) + "], dtype: fp16, norm: " + norm + "}\n";
-  return simulate(kH100, t, s)["ops"][0]["time_s"].as<double>();
+                        std::to_string(cols) + "], dtype: fp16, norm: " + norm + ", inputs: " + std::to_string(inputs) + "}\n";
+  return simulate(kH100, t, s)["ops"][0];
+}
+double norm_s(long rows, long cols, const std::string& norm, const std::vector<std::string>& set = {}) {
+  return norm_op(rows, cols, norm, set)["time_s"].as<double>();
 }
 }  // namespace
 
@@ -53,4 +56,20 @@ TEST_CASE("the block scheduler starts one CTA per sm.cta_launch_interval: a kern
   const double slow = norm_s(8192, 256, "rms", {"sm.cta_launch_interval=2 ns"});
   CHECK(slow >= 8192 * 2e-9);
   CHECK(none < 0.8 * slow);
+}
+
+TEST_CASE("the fused residual add + RMSNorm reads its row once and waits on a block reduction of 16 warps", "[sim][rowwise]") {
+  // 64 tokens of 8192: a CTA of 512 threads each. The inputs are read once (the sum stays in
+  // registers for the normalisation), and each CTA reads gamma: the L2 sees each input byte
+  // once (a second pass over them would add another 2 MB).
+  const YAML::Node op = norm_op(64, 8192, "rms", {}, 2);
+  const double input_bytes = 2.0 * 64 * 8192 * 2, gamma_bytes = 8192 * 2;
+  CHECK(op["memory"]["l2_read_bytes"].as<double>() <= 1.05 * (input_bytes + 64 * gamma_bytes));
+  CHECK(op["memory"]["l2_read_bytes"].as<double>() >= 0.95 * input_bytes);
+  CHECK_THAT(op["lowering"]["description"].as<std::string>(), Catch::Contains("512 threads"));
+  // The reduction is a chain: five shuffle levels in a warp and four over the 16 warps, each
+  // slower by the shuffle's latency.
+  const double t = op["time_s"].as<double>();
+  const double slow = norm_op(64, 8192, "rms", {"sm.shuffle_latency=124 cycles"}, 2)["time_s"].as<double>();
+  CHECK(slow - t >= 9 * 100 / 1.83e9 * 0.95);
 }
