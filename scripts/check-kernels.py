@@ -8,7 +8,8 @@ three dependent calls in one trace (each op has its own operands), and the simul
 call is a kernel and its launch gap. The `rows` group: LayerNorm, RMSNorm, softmax, row sums and
 adds over M x N as `scripts/measure/row_kernels.py --flush` timed them (each after an L2 flush,
 kernel durations by the profiler's timestamps), against the second call's kernel time; the
-`fused` group likewise, torch.compile's fused residual add + RMSNorm (`fused_norm.py`). Prints a
+`fused` group likewise, torch.compile's fused residual add + RMSNorm (`fused_norm.py`); the
+`fused_graph` group the same kernel per call from a CUDA graph (`fusion.csv`). Prints a
 Markdown table with the error of each shape and a summary per group; asserts nothing.
 
   scripts/check-kernels.py                         h100-sxm against docs/validation/measured/h100-sxm-2026-11-24
@@ -72,6 +73,14 @@ def cases(measured, groups):
                 continue
             op = dict(kind="layernorm", shape=f"[{r['tokens']}, 8192]", inputs=2, norm="rms", dtype="fp16")
             yield "fused", f"add + rms_norm {r['tokens']}x8192", op, float(r["median_us"]) * 1e-6
+    if "fused_graph" in groups:
+        # The same kernel in bf16 from a CUDA graph, one tensor set repeated (partly L2-warm on the
+        # card): fusion.csv of 2026-11-24, per call as the GEMM groups are timed.
+        for r in csv.DictReader(open(os.path.join(ROOT, measured, "fusion.csv"))):
+            if r["mode"] != "torch.compile" or not r["op"].startswith("residual add + rmsnorm"):
+                continue
+            op = dict(kind="layernorm", shape=f"[{r['tokens']}, 8192]", inputs=2, norm="rms", dtype="bf16")
+            yield "fused_graph", f"add + rms_norm {r['tokens']}x8192 (graph)", op, float(r["best_s"])
 
 
 def flow(d):
@@ -83,11 +92,11 @@ def main():
     ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
     ap.add_argument("--config", default="configs/h100-sxm.yaml")
     ap.add_argument("--measured", default=MEASURED)
-    ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention", "rows", "fused"],
+    ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph"],
                     help="groups to run (repeatable; default all)")
     ap.add_argument("--set", action="append", default=[], help="passed to xpusim run --set")
     args = ap.parse_args()
-    groups = args.group or ["skinny", "fp8", "square", "attention", "rows", "fused"]
+    groups = args.group or ["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph"]
     todo = list(cases(args.measured, groups))
     if not todo:
         sys.exit("no measured cases found")
