@@ -433,7 +433,10 @@ double GemmProgram::estimate_s(const config::GpuConfig& gpu, const Op& op, int64
   const double k_pad = std::ceil(static_cast<double>(K) / bk) * bk;
   const double tile_s = tbm * tbn * k_pad / eff_rate / sm.clock_hz;
   const double waves = std::ceil(n_tiles / (sm.count * cps));
-  const double compute_s = waves * cps * tile_s;
+  // Each wave's busiest SM runs as many tiles as it holds, or fewer where the tiles are fewer
+  // than the slots: in one partial wave, the dispatcher spreads them over the SMs first.
+  const double per_sm = std::min<double>(cps, std::ceil(n_tiles / sm.count));
+  const double compute_s = waves * per_sm * tile_s;
   const double l2_s = n_tiles * k_pad * (tbm * in_bits / 8.0 + static_cast<double>(tbn) / cluster * b_elem_bytes) /
                       gpu.l2.bandwidth;
   // Conversions on the busiest SM: the dispatcher spreads tiles over the SMs first.

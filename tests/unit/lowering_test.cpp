@@ -63,6 +63,19 @@ TEST_CASE("GEMM lowering: every output written once, MACs cover the padded tiles
   }
 }
 
+TEST_CASE("a GEMM of less than one wave of tiles picks its tile by the SMs' load, not their slots", "[lowering]") {
+  // 1024^3 bf16: 64 tiles of 128 x 128 leave 68 SMs idle; 128 tiles of half the size spread the
+  // same work over 128 SMs, half the time on each (two would share an SM only in a full wave).
+  // cuBLAS runs 128 CTAs of 128 x 64 (docs/validation/measured/h100-sxm-2026-11-25/gemm-grids.csv).
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.split_k=false"});
+  lower::Lowering l(cfg.chip.gpu);
+  const auto lo = l.lower(gemm(1024, 1024, 1024));
+  CHECK(lo.program->num_ctas() >= 128);
+  CHECK(lo.program->num_ctas() <= static_cast<uint64_t>(cfg.chip.gpu.sm.count));
+  // A full wave's tiles still fill the slots: 8192^3 keeps the largest tile.
+  CHECK_THAT(l.lower(gemm(8192, 8192, 8192)).program->description, Catch::Contains("tile 128x256"));
+}
+
 TEST_CASE("GEMM clusters fetch each shared B tile once between them", "[lowering]") {
   const auto solo = config::load_config(source_path("configs/h100-sxm.yaml"),
                                         {"kernels.gemm.cluster_m=1", "kernels.gemm.tiles=[128x256]", "kernels.gemm.split_k=false"});
