@@ -95,17 +95,20 @@ class RowNormProgram : public KernelProgram {
 
 // A fused residual add + norm, as torch.compile's Triton kernel runs it for a row of 8192
 // (docs/validation/measured/h100-sxm-2026-11-25/fused-norm.csv: a CTA of 512 threads per token,
-// 32 registers a thread): each thread loads its share of every input at once (16-byte vectors,
+// 32 registers a thread). Shorter rows get fewer threads, each at least one 16-byte vector (an
+// assumption: only the row of 8192 was measured). Each thread loads its share of every input at
+// once (16-byte vectors,
 // all in flight together), adds them, stores the sum (the new residual stream) and folds its
 // elements into its statistics, one dependent FMA (RMSNorm) or Welford update (LayerNorm) an
-// element; a block reduction follows (five shuffle levels in each warp, then the 16 warps'
+// element; a block reduction follows (five shuffle levels in each warp, then the warps'
 // partials through shared memory, reduced by one warp and broadcast: two barriers), then the
 // rsqrt. Step 2 loads gamma (and beta), scales the sum it holds in registers and stores the
 // output. A step per phase, stages 1: gamma's loads go out once the statistics are known.
 class FusedAddNormProgram : public KernelProgram {
  public:
-  static constexpr int kThreads = 512;
+  static constexpr int kMaxThreads = 512;
   static constexpr int kVectorBytes = 16;
+  int threads = kMaxThreads;
   int64_t rows = 0, cols = 0;
   int inputs = 2, in_bits = 16, out_bits = 16;
   bool rms = false;
@@ -116,8 +119,8 @@ class FusedAddNormProgram : public KernelProgram {
 
   uint64_t num_ctas() const override { return static_cast<uint64_t>(rows); }
   uint64_t steps(uint64_t) const override { return 2; }
-  double per_thread() const { return std::ceil(static_cast<double>(cols) / kThreads); }
-  double warps() const { return kThreads / 32.0; }
+  double per_thread() const { return std::ceil(static_cast<double>(cols) / threads); }
+  double warps() const { return threads / 32.0; }
 
   void step(uint64_t cta, uint64_t s, StepWork& w) const override {
     const uint64_t at = static_cast<uint64_t>(static_cast<int64_t>(cta) * cols);
@@ -125,7 +128,7 @@ class FusedAddNormProgram : public KernelProgram {
     const uint64_t out_bytes = bytes_of(static_cast<uint64_t>(cols), out_bits);
     const double n = static_cast<double>(cols);
     // Memory instructions: one per 16-byte vector of each thread, a warp instruction per warp.
-    auto vectors = [&](uint64_t bytes) { return std::ceil(static_cast<double>(bytes) / kThreads / kVectorBytes) * warps(); };
+    auto vectors = [&](uint64_t bytes) { return std::ceil(static_cast<double>(bytes) / threads / kVectorBytes) * warps(); };
     if (s == 0) {
       for (uint64_t base : in_base) w.cached_loads.push_back({base + bytes_of(at, in_bits), 1, in_bytes, 0});
       w.stores.push_back({sum_base + bytes_of(at, out_bits), 1, out_bytes, 0});
@@ -154,11 +157,13 @@ class FusedAddNormProgram : public KernelProgram {
   }
 };
 
-// Rows the fused kernel holds in registers: a 16-byte vector or more a thread, at most 32
-// elements (a row of 16384).
+// Elements in a 16-byte vector of the op's inputs.
+int64_t fused_norm_vector(const Op& op) { return FusedAddNormProgram::kVectorBytes * 8 / dtype_bits(op.dtype); }
+
+// Rows the fused kernel holds in registers: whole 16-byte vectors, at most 32 elements a thread
+// (a row of 16384).
 bool fused_norm_fits(const Op& op) {
-  const int64_t vector = FusedAddNormProgram::kVectorBytes * 8 / dtype_bits(op.dtype);
-  return op.cols() % vector == 0 && op.cols() <= 32 * FusedAddNormProgram::kThreads;
+  return op.cols() % fused_norm_vector(op) == 0 && op.cols() <= 32 * FusedAddNormProgram::kMaxThreads;
 }
 
 }  // namespace
@@ -178,7 +183,10 @@ LoweredOp Lowering::fused_add_norm(const Op& op) {
   p->out_bits = dtype_bits(op.out_dtype);
   p->rms = op.rms;
   p->stages = 1;
-  p->resources = CtaResources{FusedAddNormProgram::kThreads, 32 * FusedAddNormProgram::kThreads, 64};
+  // A vector or more a thread, in whole warps, at most 512.
+  const int64_t vectors = p->cols / fused_norm_vector(op);
+  p->threads = static_cast<int>(std::clamp<int64_t>((vectors + 31) / 32 * 32, 32, FusedAddNormProgram::kMaxThreads));
+  p->resources = CtaResources{p->threads, 32 * p->threads, 64};
   const double fp32 = sm.fp32_latency_cycles, warps = p->warps();
   const double barrier = sm.barrier_latency_cycles + sm.barrier_per_warp_cycles * (warps - 1);
   // A thread's elements into its statistics, one after another: RMSNorm's FMA; Welford's count,
@@ -186,11 +194,12 @@ LoweredOp Lowering::fused_add_norm(const Op& op) {
   // independent, one FP32 latency deep.
   const double element = p->rms ? fp32 : sm.divide_latency_cycles + 3 * fp32;
   const double combine = p->rms ? fp32 : sm.divide_latency_cycles + 4 * fp32;
-  const double levels_in_warp = 5, levels_over_warps = std::log2(warps);
+  const double levels_in_warp = 5, levels_over_warps = std::ceil(std::log2(warps));
   p->chain = fp32 + p->per_thread() * element + levels_in_warp * (sm.shuffle_latency_cycles + combine) +
              // the warps' partials through shared memory: store, barrier, one warp loads and
-             // reduces them, stores the total, barrier, all load it
-             2 * (sm.shared_memory_latency_cycles + barrier) + levels_over_warps * (sm.shuffle_latency_cycles + combine) +
+             // reduces them, stores the total, barrier, all load it (one warp: none of it)
+             (warps > 1 ? 2 * (sm.shared_memory_latency_cycles + barrier) : 0.0) +
+             levels_over_warps * (sm.shuffle_latency_cycles + combine) +
              // the mean of squares (or the variance), + eps, rsqrt
              2 * fp32 + sm.sfu_latency_cycles;
   // Warp instructions of the reduction: a shuffle and a combine per level per warp (Welford:
@@ -202,9 +211,10 @@ LoweredOp Lowering::fused_add_norm(const Op& op) {
   if (!p->rms) p->beta_base = alloc(static_cast<double>(p->cols) * p->in_bits / 8.0);
   p->sum_base = alloc(static_cast<double>(op.elements()) * p->out_bits / 8.0);
   p->out_base = alloc(static_cast<double>(op.elements()) * p->out_bits / 8.0);
-  if (ctas_per_sm(p->resources) < 1) throw UserError("layernorm: a CTA of 512 threads does not fit on an SM");
+  if (ctas_per_sm(p->resources) < 1)
+    throw UserError("layernorm: a CTA of " + std::to_string(p->threads) + " threads does not fit on an SM");
   std::ostringstream os;
-  os << "fused residual add + " << (p->rms ? "RMSNorm" : "LayerNorm") << ": a CTA of 512 threads per row, the row read once ("
+  os << "fused residual add + " << (p->rms ? "RMSNorm" : "LayerNorm") << ": a CTA of " << p->threads << " threads per row, the row read once ("
      << p->per_thread() << " elements a thread), a block reduction, " << std::lround(p->chain) << " cycles from the loads to rstd";
   p->description = os.str();
   return finish(p, false);

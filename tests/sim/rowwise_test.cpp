@@ -67,6 +67,8 @@ TEST_CASE("the fused residual add + RMSNorm reads its row once and waits on a bl
   CHECK(op["memory"]["l2_read_bytes"].as<double>() <= 1.05 * (input_bytes + 64 * gamma_bytes));
   CHECK(op["memory"]["l2_read_bytes"].as<double>() >= 0.95 * input_bytes);
   CHECK_THAT(op["lowering"]["description"].as<std::string>(), Catch::Contains("512 threads"));
+  // A shorter row gets fewer threads, each a 16-byte vector at least: 1024 fp16 elements, 128.
+  CHECK_THAT(norm_op(64, 1024, "layer", {}, 2)["lowering"]["description"].as<std::string>(), Catch::Contains("CTA of 128 threads"));
   // The reduction is a chain: five shuffle levels in a warp and four over the 16 warps, each
   // slower by the shuffle's latency.
   const double t = op["time_s"].as<double>();
