@@ -90,9 +90,9 @@ class KernelProgram {
   CtaResources resources;
   // A persistent kernel, whose resident CTAs walk tile after tile: each CTA here is one turn of
   // a resident CTA at one tile. Once a turn has issued its last loads and freed a buffer, its
-  // slot passes to the next turn, whose loads then start (the producer warp moving on to the next tile; see
-  // Sm::run_cta), and the
-  // next turn's compute waits until this one is done (the consumer warps' epilogue).
+  // slot passes to the next turn, whose loads then start (the producer warp moving on to the
+  // next tile), and the next turn's compute waits until this one is done (the consumer warps'
+  // epilogue). See Sm::run_cta.
   bool hand_over = false;
   int stages = 2;
   std::string description;

@@ -30,17 +30,16 @@ LoweredOp Lowering::finish(std::shared_ptr<KernelProgram> p, bool tensor, std::s
   out.waves = out.ctas_per_sm > 0 ? static_cast<double>(p->num_ctas()) / (gpu_.sm.count * out.ctas_per_sm) : 0;
   out.uses_tensor_cores = tensor;
   std::ostringstream os;
-  if (p->hand_over) {
-    // A persistent kernel: its CTAs are the tiles, walked by as many CTAs as the SMs hold.
-    os << p->description << ", persistent: " << gpu_.sm.count * out.ctas_per_sm << " CTAs, " << out.ctas_per_sm
-       << " CTA/SM, over " << p->num_ctas() << " tiles (" << std::fixed;
-    os.precision(2);
-    os << out.waves << " each)";
-  } else {
-    os << p->description << ", " << p->num_ctas() << " CTAs, " << out.ctas_per_sm << " CTA/SM, " << std::fixed;
-    os.precision(2);
-    os << out.waves << " waves";
-  }
+  os << p->description << ", ";
+  // A persistent kernel's CTAs are its tiles, walked by as many CTAs as the SMs hold.
+  if (p->hand_over)
+    os << "persistent: " << gpu_.sm.count * out.ctas_per_sm << " CTAs, " << out.ctas_per_sm << " CTA/SM, over "
+       << p->num_ctas() << " tiles (";
+  else
+    os << p->num_ctas() << " CTAs, " << out.ctas_per_sm << " CTA/SM, ";
+  os << std::fixed;
+  os.precision(2);
+  os << out.waves << (p->hand_over ? " each)" : " waves");
   if (tail) {
     tail->description += ", " + std::to_string(tail->num_ctas()) + " CTAs";
     os << "; then " << tail->description;

@@ -97,9 +97,8 @@ class RowNormProgram : public KernelProgram {
 // (docs/validation/measured/h100-sxm-2026-11-25/fused-norm.csv: a CTA of 512 threads per token,
 // 32 registers a thread). Shorter rows get fewer threads, each at least one 16-byte vector (an
 // assumption: only the row of 8192 was measured). Each thread loads its share of every input at
-// once (16-byte vectors,
-// all in flight together), adds them, stores the sum (the new residual stream) and folds its
-// elements into its statistics, one dependent FMA (RMSNorm) or Welford update (LayerNorm) an
+// once (16-byte vectors, all in flight together), adds them, stores the sum (the new residual
+// stream) and folds its elements into its statistics, one dependent FMA (RMSNorm) or Welford update (LayerNorm) an
 // element; a block reduction follows (five shuffle levels in each warp, then the warps'
 // partials through shared memory, reduced by one warp and broadcast: two barriers), then the
 // rsqrt. Step 2 loads gamma (and beta), scales the sum it holds in registers and stores the
@@ -110,9 +109,9 @@ class FusedAddNormProgram : public KernelProgram {
   static constexpr int kVectorBytes = 16;
   int threads = kMaxThreads;
   int64_t rows = 0, cols = 0;
-  int inputs = 2, in_bits = 16, out_bits = 16;
+  int in_bits = 16, out_bits = 16;
   bool rms = false;
-  std::vector<uint64_t> in_base;
+  std::vector<uint64_t> in_base;  // one per input
   uint64_t gamma_base = 0, beta_base = 0, sum_base = 0, out_base = 0;
   double chain = 0;      // cycles from the loads' arrival to rstd
   double reduction_instr = 0;
@@ -126,13 +125,13 @@ class FusedAddNormProgram : public KernelProgram {
     const uint64_t at = static_cast<uint64_t>(static_cast<int64_t>(cta) * cols);
     const uint64_t in_bytes = bytes_of(static_cast<uint64_t>(cols), in_bits);
     const uint64_t out_bytes = bytes_of(static_cast<uint64_t>(cols), out_bits);
-    const double n = static_cast<double>(cols);
+    const double n = static_cast<double>(cols), inputs = static_cast<double>(in_base.size());
     // Memory instructions: one per 16-byte vector of each thread, a warp instruction per warp.
     auto vectors = [&](uint64_t bytes) { return std::ceil(static_cast<double>(bytes) / threads / kVectorBytes) * warps(); };
     if (s == 0) {
       for (uint64_t base : in_base) w.cached_loads.push_back({base + bytes_of(at, in_bits), 1, in_bytes, 0});
       w.stores.push_back({sum_base + bytes_of(at, out_bits), 1, out_bytes, 0});
-      w.instr_mem = static_cast<double>(inputs) * vectors(in_bytes) + vectors(out_bytes);
+      w.instr_mem = inputs * vectors(in_bytes) + vectors(out_bytes);
       // Per element: each input's conversion, the adds, the sum's conversion back, and the
       // statistics (RMSNorm: an FMA; LayerNorm: Welford's update with its reciprocal).
       const double per_elem = inputs + (inputs - 1) + 1 + (rms ? 1 : 7);
@@ -178,7 +177,6 @@ LoweredOp Lowering::fused_add_norm(const Op& op) {
   auto p = std::make_shared<FusedAddNormProgram>();
   p->rows = op.rows();
   p->cols = op.cols();
-  p->inputs = op.inputs;
   p->in_bits = dtype_bits(op.dtype);
   p->out_bits = dtype_bits(op.out_dtype);
   p->rms = op.rms;
@@ -206,7 +204,7 @@ LoweredOp Lowering::fused_add_norm(const Op& op) {
   // three shuffles and ~19 for the combine), the partials' stores, loads and barriers.
   p->reduction_instr = warps * (levels_in_warp * (p->rms ? 2 : 22) + 6) + levels_over_warps * (p->rms ? 2 : 22);
   const double bytes = static_cast<double>(op.elements()) * p->in_bits / 8.0;
-  for (int i = 0; i < p->inputs; ++i) p->in_base.push_back(alloc(bytes));
+  for (int i = 0; i < op.inputs; ++i) p->in_base.push_back(alloc(bytes));
   p->gamma_base = alloc(static_cast<double>(p->cols) * p->in_bits / 8.0);
   if (!p->rms) p->beta_base = alloc(static_cast<double>(p->cols) * p->in_bits / 8.0);
   p->sum_base = alloc(static_cast<double>(op.elements()) * p->out_bits / 8.0);
