@@ -14,6 +14,8 @@ Markdown table with the error of each shape and a summary per group; asserts not
 
   scripts/check-kernels.py                         h100-sxm against docs/validation/measured/h100-sxm-2026-11-24
   scripts/check-kernels.py --group skinny --set kernels.gemm.split_k=false
+  scripts/check-kernels.py -c configs/h200.yaml --measured docs/validation/measured/h200-2026-11-25
+                                                   every file from one directory (another card's)
 """
 import argparse
 import csv
@@ -36,8 +38,9 @@ ROW_KINDS = {"layer_norm": "layernorm", "rms_norm": "layernorm", "softmax": "sof
 CALLS = 3
 
 
-def cases(measured, groups):
-    """(group, label, op fields without name and deps, measured seconds per call)."""
+def cases(measured, groups, files):
+    """(group, label, op fields without name and deps, measured seconds per call). `files` maps
+    the square, rows and fused groups to their CSVs."""
     if "skinny" in groups:
         for r in csv.DictReader(open(os.path.join(ROOT, measured, "skinny-cold.csv"))):
             yield "skinny", f"{r['model']} {r['proj']} {r['m']}x{r['n']}x{r['k']}", \
@@ -47,7 +50,7 @@ def cases(measured, groups):
             yield "fp8", f"fp8 {r['m']}x{r['n']}x{r['k']}", \
                 dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype="fp8_e4m3", out_dtype="bf16"), float(r["best_s"])
     if "square" in groups:
-        for r in csv.DictReader(open(os.path.join(ROOT, SQUARE))):
+        for r in csv.DictReader(open(os.path.join(ROOT, files["square"]))):
             if r["dtype"] in ("bf16", "fp16", "fp8") and int(r["m"]) <= 2048 and r.get("best_s"):
                 dt = {"fp8": "fp8_e4m3"}.get(r["dtype"], r["dtype"])
                 op = dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype=dt)
@@ -62,13 +65,13 @@ def cases(measured, groups):
                 dict(kind="attention", batch=int(r["batch"]), heads=int(r["q_heads"]), kv_heads=int(r["kv_heads"]),
                      seq_q=1, seq_kv=int(r["kv_len"]), head_dim=128, dtype="fp16"), float(r["best_s"])
     if "rows" in groups:
-        for r in csv.DictReader(open(os.path.join(ROOT, ROWS))):
+        for r in csv.DictReader(open(os.path.join(ROOT, files["rows"]))):
             op = dict(kind=ROW_KINDS[r["op"]], shape=f"[{r['m']}, {r['n']}]", dtype="fp16")
             if r["op"] == "rms_norm":
                 op["norm"] = "rms"
             yield "rows", f"{r['op']} {r['m']}x{r['n']}", op, float(r["median_us"]) * 1e-6
     if "fused" in groups:
-        for r in csv.DictReader(open(os.path.join(ROOT, FUSED))):
+        for r in csv.DictReader(open(os.path.join(ROOT, files["fused"]))):
             if r["operands"] != "flushed":
                 continue
             op = dict(kind="layernorm", shape=f"[{r['tokens']}, 8192]", inputs=2, norm="rms", dtype="fp16")
@@ -90,14 +93,26 @@ def flow(d):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
-    ap.add_argument("--config", default="configs/h100-sxm.yaml")
-    ap.add_argument("--measured", default=MEASURED)
+    ap.add_argument("-c", "--config", default="configs/h100-sxm.yaml")
+    ap.add_argument("--measured", help="a directory holding every group's CSV (default: the H100's files of "
+                    "2026-11-24 and, for square/rows/fused, those named at the top of this script)")
     ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph"],
                     help="groups to run (repeatable; default all)")
     ap.add_argument("--set", action="append", default=[], help="passed to xpusim run --set")
     args = ap.parse_args()
     groups = args.group or ["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph"]
-    todo = list(cases(args.measured, groups))
+    if args.measured:
+        names = {"square": "square-cold.csv", "rows": "rows-flushed.csv", "fused": "fused-norm.csv"}
+        files = {g: os.path.join(args.measured, f) for g, f in names.items()}
+        measured = args.measured
+    else:
+        files, measured = {"square": SQUARE, "rows": ROWS, "fused": FUSED}, MEASURED
+    needs = {"skinny": os.path.join(measured, "skinny-cold.csv"), "fp8": os.path.join(measured, "fp8-cold.csv"),
+             "attention": os.path.join(measured, "attention-cold.csv"), "fused_graph": os.path.join(measured, "fusion.csv"), **files}
+    for g in groups:
+        if not os.path.exists(os.path.join(ROOT, needs[g])):
+            sys.exit(f"check-kernels.py: group {g} needs {needs[g]}, which does not exist")
+    todo = list(cases(measured, groups, files))
     if not todo:
         sys.exit("no measured cases found")
     lines = ["xpusim_trace: 1", "name: check-kernels", "ops:"]

@@ -232,8 +232,9 @@ void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
   const KernelProgram& prog = *k->program;
   // A persistent kernel's turn takes over from the earliest turn of its kernel that handed its
   // slot on here, and hands its own on once it has issued its last loads and computed a step
-  // (its producer moves on to the next tile as its consumers free a buffer). The next turn then
-  // issues its first stages at once, not one per freed buffer: up to stages - 1 of them early.
+  // (its producer moves on to the next tile as its consumers free a buffer). The next turn
+  // fills its stages one per buffer its predecessor frees (a step computed), and computes once
+  // the predecessor is done (its consumers' epilogue).
   std::shared_ptr<Handover> before, mine;
   if (prog.hand_over) {
     const auto it = std::find_if(handovers_.begin(), handovers_.end(), [k](const auto& h) { return h->k == k; });
@@ -243,10 +244,16 @@ void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
     }
   }
   auto hand_on = [&] {
-    if (!prog.hand_over || mine) return;
+    if (!prog.hand_over) return;
+    if (mine) {  // a later step: one more buffer for the next turn
+      ++mine->freed;
+      mine->progress.notify(sc_core::SC_ZERO_TIME);
+      return;
+    }
     free_slot(prog.resources);
     mine = std::make_shared<Handover>();
     mine->k = k;
+    mine->freed = 1;
     handovers_.push_back(mine);
     if (on_slot_free) on_slot_free();
   };
@@ -261,12 +268,14 @@ void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
   std::vector<StepWork> ring(depth);
   std::vector<double> ready(depth);
   for (uint32_t i = 0; i < depth; ++i) {
+    if (before)
+      while (!before->done && before->freed <= i) sc_core::wait(before->progress);
     prog.step(cta, i, ring[i]);
     ready[i] = issue_loads(ring[i], k);
   }
   // The CTA holds the SM's pipes from here (a turn that took over, once its predecessor is done).
   if (before)
-    while (!before->done) sc_core::wait(before->finished);
+    while (!before->done) sc_core::wait(before->progress);
   const double start = sc_core::sc_time_stamp().to_seconds();
   const double start_cycles = clock_.cycles(start);
   bool used_tensor_cores = pro.tensor_macs > 0;  // this CTA's, not the kernel's: decides the drain
@@ -315,7 +324,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
   const CtaResources& r = prog.resources;
   if (mine) {
     mine->done = true;
-    mine->finished.notify(sc_core::SC_ZERO_TIME);
+    mine->progress.notify(sc_core::SC_ZERO_TIME);
     const auto it = std::find(handovers_.begin(), handovers_.end(), mine);
     if (it != handovers_.end()) handovers_.erase(it);
   } else {

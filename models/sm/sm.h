@@ -67,10 +67,13 @@ class Sm : public sc_core::sc_module {
   void free_slot(const CtaResources& r);
   // A persistent kernel's CTA that handed its slot on and is still running: the next CTA of the
   // same kernel placed here takes it over and waits for it before computing.
+  // A persistent kernel's turn that handed its slot on: how many of its pipeline buffers it has
+  // freed since (one per step computed from the hand-over on), and whether it is done.
   struct Handover {
     const KernelRun* k = nullptr;
+    uint32_t freed = 0;
     bool done = false;
-    sc_core::sc_event finished;
+    sc_core::sc_event progress;  // a buffer freed, or done
   };
   std::vector<std::shared_ptr<Handover>> handovers_;
   void follow_clock();  // re-rates the shared-memory banks after a clock change

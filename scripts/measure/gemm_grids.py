@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The launch geometry cuBLAS picks for GEMMs on this GPU: for square bf16/fp8 GEMMs and the
+"""The launch geometry cuBLAS picks for GEMMs on this GPU: for square bf16/tf32/fp8 GEMMs and the
 DeepSeek-V3 fp8 shapes of fp8-cold.csv, each kernel's name, grid, block, registers, shared
 memory and duration, from the PyTorch profiler's trace (one call after warm-up). A grid of about
 the SM count for a GEMM of many more tiles is a persistent kernel, whose CTAs walk the tiles.
@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_microbench import gemm_fn  # noqa: E402
 
 SHAPES = [("bf16", s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192)] + \
+         [("tf32", s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192)] + \
          [("fp8", s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192)] + \
          [("fp8", m, n, k) for m in (64, 128, 4096) for n, k in ((2112, 7168), (24576, 1536), (32768, 512),
                                                                  (7168, 16384), (4096, 7168), (7168, 2048))]
@@ -46,7 +47,7 @@ def main():
                 if e.get("cat") != "kernel":
                     continue
                 a = e.get("args", {})
-                row = {"dtype": dt, "m": m, "n": n, "k": k, "sms": sms, "kernel": e["name"][:110],
+                row = {"dtype": dt, "m": m, "n": n, "k": k, "sms": sms, "kernel": e["name"][:200],
                        "grid": str(a.get("grid", "")), "block": str(a.get("block", "")),
                        "regs": a.get("registers per thread", ""), "smem": a.get("shared memory", ""), "dur_us": e.get("dur")}
                 w.writerow(row)

@@ -2,7 +2,9 @@
 """Real-hardware microbenchmarks with PyTorch: dense GEMM throughput by size and format, copy
 and read bandwidth by size, and a BERT-base encoder layer forward (fp16) at batch 1 and 32.
 Writes CSV files into the output directory. Changes no device setting.
-Usage: python3 gpu_microbench.py OUT_DIR"""
+Usage: python3 gpu_microbench.py OUT_DIR            every part
+       python3 gpu_microbench.py OUT_DIR gemm       the GEMM sweep alone
+       python3 gpu_microbench.py OUT_DIR power tf32,fp16   sustained GEMMs of these formats (gemm-power-FORMATS.csv)"""
 import csv
 import os
 import sys
@@ -156,13 +158,13 @@ def bert_rows():
     return rows
 
 
-def power_rows():
+def power_rows(dtypes=("bf16", "fp8", "int8")):
     """Board power and SM clock (nvidia-smi, sampled every 100 ms) while an 8192^3 GEMM runs for
     about 5 s back to back, per format: the measured side of TOPS/W."""
     import subprocess
     rows = []
     m = n = k = 8192
-    for dtype in ["bf16", "fp8", "int8"]:
+    for dtype in dtypes:
         try:
             fn = gemm_fn(dtype, m, n, k)
             for _ in range(5):
@@ -211,6 +213,9 @@ if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     if len(sys.argv) > 2 and sys.argv[2] == "gemm":
         write("gemm.csv", gemm_rows())
+        sys.exit(0)
+    if len(sys.argv) > 3 and sys.argv[2] == "power":
+        write("gemm-power-" + sys.argv[3].replace(",", "-") + ".csv", power_rows(sys.argv[3].split(",")))
         sys.exit(0)
     print(torch.__version__, torch.cuda.get_device_name(0), flush=True)
     t0 = time.time()

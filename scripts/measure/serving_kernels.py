@@ -61,7 +61,7 @@ def per_call_graph(fn, reps=20):
     return best / reps, mean / reps
 
 
-L2_BYTES = 50 * 2**20
+L2_BYTES = torch.cuda.get_device_properties(0).L2_cache_size if torch.cuda.is_available() else 50 * 2**20  # 50 MB on an H100
 
 
 def cold(make, bytes_per_call, budget=8 * 2**30):

@@ -77,6 +77,16 @@ TEST_CASE("shipped configs load with their published figures", "[config]") {
   CHECK(gb.power.limit_w == Approx(1200));
   CHECK(gb.power.boost_clock_hz >= gb.sm.clock_hz);
 
+  // The H200: the H100's die and clocks with six HBM3e stacks at the datasheet's 4.8 TB/s and the
+  // 60 MiB L2 the card reports.
+  const auto h200 = config::load_config(source_path("configs/h200.yaml"));
+  const auto& h2 = h200.chip.gpu;
+  CHECK(h2.hbm.peak_bandwidth() == Approx(4.8e12).epsilon(2e-3));
+  CHECK(h2.l2.size_bytes == Approx(60.0 * 1024 * 1024));
+  CHECK(h2.sm.count == g.sm.count);
+  CHECK(h2.sm.clock_hz == g.sm.clock_hz);
+  CHECK(h2.power.limit_w == Approx(700));
+
   const auto magnet = config::load_config(source_path("configs/magnet-int4.yaml"));
   const auto& a = magnet.chip.accel.accelerator;
   CHECK(a.pes * a.vector_units_per_pe * a.vector_width == 1024);

@@ -76,6 +76,20 @@ TEST_CASE("a GEMM of less than one wave of tiles picks its tile by the SMs' load
   CHECK_THAT(l.lower(gemm(8192, 8192, 8192)).program->description, Catch::Contains("tile 128x256"));
 }
 
+TEST_CASE("Hopper GEMMs stage their output in subtiles, leaving shared memory to the pipeline", "[lowering]") {
+  // cuBLAS's kernels keep 16-34 KiB beside their stages for the epilogue, not a whole output
+  // tile (gemm-grids.csv of 2026-11-25: 128x256x32 tf32 in four stages of 48 KiB and 34 KiB
+  // more). A whole fp32 tile of 128 KiB would leave room for two stages.
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.split_k=false"});
+  lower::Lowering l(cfg.chip.gpu);
+  trace::Op op = gemm(8192, 8192, 8192, Dtype::tf32);
+  op.out_dtype = Dtype::fp32;
+  const auto lo = l.lower(op);
+  CHECK_THAT(lo.program->description, Catch::Contains("tile 128x256x32, 4 stages"));
+  CHECK(lo.program->resources.shared_bytes <= 4 * 48.0 * 1024 + 32.0 * 1024);
+  CHECK_THAT(l.lower(gemm(8192, 8192, 8192)).program->description, Catch::Contains("4 stages"));
+}
+
 TEST_CASE("GEMM clusters fetch each shared B tile once between them", "[lowering]") {
   const auto solo = config::load_config(source_path("configs/h100-sxm.yaml"),
                                         {"kernels.gemm.cluster_m=1", "kernels.gemm.tiles=[128x256]", "kernels.gemm.split_k=false"});
