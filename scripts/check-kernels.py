@@ -9,7 +9,9 @@ call is a kernel and its launch gap. The `rows` group: LayerNorm, RMSNorm, softm
 adds over M x N as `scripts/measure/row_kernels.py --flush` timed them (each after an L2 flush,
 kernel durations by the profiler's timestamps), against the second call's kernel time; the
 `fused` group likewise, torch.compile's fused residual add + RMSNorm (`fused_norm.py`); the
-`fused_graph` group the same kernel per call from a CUDA graph (`fusion.csv`). Prints a
+`fused_graph` group the same kernel per call from a CUDA graph (`fusion.csv`); the `gemm_costs`
+group, small GEMM kernels alone against K, after an L2 flush (`gemm_kernel_costs.py`, measured on
+the H200 only). Prints a
 Markdown table with the error of each shape and a summary per group; asserts nothing.
 
   scripts/check-kernels.py                         h100-sxm against docs/validation/measured/h100-sxm-2026-11-24
@@ -76,6 +78,20 @@ def cases(measured, groups, files):
                 continue
             op = dict(kind="layernorm", shape=f"[{r['tokens']}, 8192]", inputs=2, norm="rms", dtype="fp16")
             yield "fused", f"add + rms_norm {r['tokens']}x8192", op, float(r["median_us"]) * 1e-6
+    if "gemm_costs" in groups:
+        # Small GEMM kernels alone against K (scripts/measure/gemm_kernel_costs.py): each call after
+        # an L2 flush, the kernel durations by the profiler's timestamps, split-K's two kernels
+        # summed (the gap between them left out, where the simulated op has it).
+        per = {}
+        for r in csv.DictReader(open(os.path.join(ROOT, measured, "gemm-kernel-costs.csv"))):
+            key = (r["dtype"], int(r["m"]), int(r["n"]), int(r["k"]))
+            per.setdefault(key, []).append(r)
+        for (dt, m, n, k), rs in per.items():
+            op = dict(kind="gemm", m=m, n=n, k=k, dtype={"fp8": "fp8_e4m3"}.get(dt, dt))
+            if dt == "fp8":
+                op["out_dtype"] = "bf16"
+            two = " (2 kernels)" if len(rs) > 1 else ""
+            yield "gemm_costs", f"{dt} {m}x{n}x{k}{two}", op, sum(float(r["median_us"]) for r in rs) * 1e-6
     if "fused_graph" in groups:
         # The same kernel in bf16 from a CUDA graph, one tensor set repeated (partly L2-warm on the
         # card): fusion.csv of 2026-11-24, per call as the GEMM groups are timed.
@@ -96,7 +112,7 @@ def main():
     ap.add_argument("-c", "--config", default="configs/h100-sxm.yaml")
     ap.add_argument("--measured", help="a directory holding every group's CSV (default: the H100's files of "
                     "2026-11-24 and, for square/rows/fused, those named at the top of this script)")
-    ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph"],
+    ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph", "gemm_costs"],
                     help="groups to run (repeatable; default all)")
     ap.add_argument("--set", action="append", default=[], help="passed to xpusim run --set")
     args = ap.parse_args()
@@ -108,7 +124,8 @@ def main():
     else:
         files, measured = {"square": SQUARE, "rows": ROWS, "fused": FUSED}, MEASURED
     needs = {"skinny": os.path.join(measured, "skinny-cold.csv"), "fp8": os.path.join(measured, "fp8-cold.csv"),
-             "attention": os.path.join(measured, "attention-cold.csv"), "fused_graph": os.path.join(measured, "fusion.csv"), **files}
+             "attention": os.path.join(measured, "attention-cold.csv"), "fused_graph": os.path.join(measured, "fusion.csv"),
+             "gemm_costs": os.path.join(measured, "gemm-kernel-costs.csv"), **files}
     for g in groups:
         if not os.path.exists(os.path.join(ROOT, needs[g])):
             sys.exit(f"check-kernels.py: group {g} needs {needs[g]}, which does not exist")
@@ -142,7 +159,7 @@ def main():
     print("|---|---|---|---|---|---|")
     errs = {}
     for i, (group, label, _, meas) in enumerate(todo):
-        if group in ("rows", "fused"):  # measured: the kernel alone, by the profiler's timestamps
+        if group in ("rows", "fused", "gemm_costs"):  # measured: the kernel alone, by the profiler's timestamps
             sim = ops[f"c{i}_1"]["time_s"]
         else:  # per call: from the start of the second call to the start of the one after the third
             nxt = ops[f"c{i + 1}_0"] if f"c{i + 1}_0" in ops else ops["end"]

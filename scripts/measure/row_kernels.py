@@ -124,9 +124,13 @@ def main():
                     del fn
                     torch.cuda.empty_cache()
     nvml_sample("rows", "end")
-    with open(os.path.join(out, "rows-flushed-clocks.csv" if flush else "rows-clocks.csv"), "w", newline="") as f:
-        keys = sorted({k for r in CLOCKS for k in r})
-        w = csv.DictWriter(f, fieldnames=keys)
+    write_clocks(os.path.join(out, "rows-flushed-clocks.csv" if flush else "rows-clocks.csv"))
+
+
+def write_clocks(path):
+    """The NVML samples taken so far (serving_kernels.CLOCKS), as a CSV."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=sorted({k for r in CLOCKS for k in r}))
         w.writeheader()
         w.writerows(CLOCKS)
 

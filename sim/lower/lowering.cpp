@@ -63,6 +63,7 @@ LoweredOp Lowering::lower(const Op& op) {
     case OpKind::instruction_loop: return microbenchmark(op);
     case OpKind::delay: return delay(op);
     case OpKind::layernorm: return row_norm_applies(op) ? row_norm(op) : streaming(op);
+    case OpKind::softmax: return softmax_warp_applies(op) ? softmax_warp(op) : streaming(op);
     default: return streaming(op);
   }
 }

@@ -54,6 +54,9 @@ class Lowering {
   static bool row_norm_applies(const trace::Op& op);
   LoweredOp row_norm(const trace::Op& op);
   LoweredOp fused_add_norm(const trace::Op& op);
+  // PyTorch's warp-per-row softmax for rows of up to 1024 (rowwise.cpp); longer rows stream.
+  static bool softmax_warp_applies(const trace::Op& op);
+  LoweredOp softmax_warp(const trace::Op& op);
   LoweredOp attention(const trace::Op& op);
   LoweredOp microbenchmark(const trace::Op& op);
   LoweredOp delay(const trace::Op& op);

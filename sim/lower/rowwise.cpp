@@ -1,5 +1,6 @@
-// Row-wise kernels whose rows wait on a block-wide reduction: PyTorch's LayerNorm and RMSNorm,
-// and the fused residual add + norm of compiled models and serving engines.
+// Row-wise kernels whose rows wait on a reduction: PyTorch's LayerNorm and RMSNorm, its softmax
+// over rows of up to 1024, and the fused residual add + norm of compiled models and serving
+// engines.
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -156,6 +157,62 @@ class FusedAddNormProgram : public KernelProgram {
   }
 };
 
+// PyTorch's softmax_warp_forward (ATen/native/cuda/PersistentSoftmax.cuh), which torch.softmax
+// over the last dimension runs for rows of up to 1024: a warp per row, four warps a CTA (the
+// launch the profiler records, docs/validation/measured/h100-sxm-2026-11-25/rows.csv: blocks of
+// 32 x 4, 29 registers a thread for rows of 256, 48 for 768-1024), each thread holding every
+// 32nd element of the row padded to a power of two. From its SASS (torch-sass-rows.txt, the
+// instantiation for 1024): one 2-byte load an element, about six in flight a thread before the
+// registers they land in are reused, so a row arrives in that many round trips; a running max
+// (a compare and a select an element), five shuffle levels; the exponentials (independent); a
+// running sum (an add an element), five shuffle levels; then each element divided by the sum
+// with an IEEE division in a branch region of its own, one after another, and stored.
+class SoftmaxWarpProgram : public KernelProgram {
+ public:
+  static constexpr int kWarps = 4;
+  static constexpr int kLoadsInFlight = 6;
+  int64_t rows = 0, cols = 0, per_thread = 0;  // per_thread: the row padded to a power of two, / 32
+  int in_bits = 16, out_bits = 16;
+  uint64_t x_base = 0, out_base = 0;
+  double chain = 0;  // cycles from the last loads' arrival to the last division
+
+  int64_t per_step() const { return int64_t{32} * kLoadsInFlight; }
+  uint64_t num_ctas() const override { return div_up(static_cast<uint64_t>(rows), kWarps); }
+  uint64_t steps(uint64_t) const override { return div_up(static_cast<uint64_t>(per_thread), kLoadsInFlight); }
+
+  void step(uint64_t cta, uint64_t s, StepWork& w) const override {
+    const uint64_t row0 = cta * kWarps;
+    const uint64_t nrows = std::min<uint64_t>(kWarps, static_cast<uint64_t>(rows) - row0);
+    const int64_t lo = static_cast<int64_t>(s) * per_step(), n = std::max<int64_t>(0, std::min(per_step(), cols - lo));
+    const uint64_t row_in = bytes_of(static_cast<uint64_t>(cols), in_bits), row_out = bytes_of(static_cast<uint64_t>(cols), out_bits);
+    if (n > 0)
+      w.cached_loads.push_back({x_base + row0 * row_in + bytes_of(static_cast<uint64_t>(lo), in_bits), nrows,
+                                bytes_of(static_cast<uint64_t>(n), in_bits), row_in});
+    const double warps = static_cast<double>(nrows);
+    const double elems = std::min<double>(kLoadsInFlight, static_cast<double>(per_thread - static_cast<int64_t>(s) * kLoadsInFlight));
+    // Per element and thread: the load and its conversion, the max's compare and select.
+    w.instr_mem = warps * elems;
+    w.instr_simt = warps * elems * 3;
+    w.fp32_ops = warps * 32 * elems * 3;
+    if (s + 1 < steps(cta)) return;
+    // The row's last loads are in: the reductions, the exponentials, the divisions and the
+    // stores. Per element: the exponential's FFMA and MUFU.EX2, the sum's FADD, the division
+    // (MUFU.RCP, four FFMAs, the check and its branch region: about ten instructions) and the
+    // conversion out; the shuffles and their compares.
+    const double all = static_cast<double>(per_thread);
+    w.stores.push_back({out_base + row0 * row_out, nrows, row_out, row_out});
+    w.instr_mem += warps * all;
+    w.instr_simt += warps * (all * 14 + 10 * 2);
+    w.fp32_ops += warps * 32 * all * 8;
+    w.sfu_ops = warps * 32 * all * 2;
+    w.latency_cycles = chain;
+  }
+  void epilogue(uint64_t, StepWork&) const override {}
+  void written(double max_bytes, std::vector<Strided>& out) const override {
+    written_tail(out_base, bytes_of(static_cast<uint64_t>(rows * cols), out_bits), max_bytes, out);
+  }
+};
+
 // Elements in a 16-byte vector of the op's inputs.
 int64_t fused_norm_vector(const Op& op) { return FusedAddNormProgram::kVectorBytes * 8 / dtype_bits(op.dtype); }
 
@@ -166,6 +223,37 @@ bool fused_norm_fits(const Op& op) {
 }
 
 }  // namespace
+
+bool Lowering::softmax_warp_applies(const Op& op) { return op.inputs == 1 && op.cols() >= 1 && op.cols() <= 1024; }
+
+LoweredOp Lowering::softmax_warp(const Op& op) {
+  const SmParams& sm = gpu_.sm;
+  auto p = std::make_shared<SoftmaxWarpProgram>();
+  p->rows = op.rows();
+  p->cols = op.cols();
+  p->in_bits = dtype_bits(op.dtype);
+  p->out_bits = dtype_bits(op.out_dtype);
+  int64_t pow2 = 32;
+  while (pow2 < p->cols) pow2 *= 2;
+  p->per_thread = pow2 / 32;
+  p->stages = 1;  // the next loads wait for the registers the last ones landed in
+  // 29 registers a thread at 8 elements, 48 at 32 (the profiler's records); between, one a element.
+  const int regs = static_cast<int>(std::max<int64_t>(29, 16 + p->per_thread));
+  p->resources = CtaResources{32 * SoftmaxWarpProgram::kWarps, regs * 32 * SoftmaxWarpProgram::kWarps, 0};
+  const double fp32 = sm.fp32_latency_cycles, n = static_cast<double>(p->per_thread);
+  p->chain = n * 2 * fp32 + 5 * (sm.shuffle_latency_cycles + 2 * fp32)  // the max: compare and select
+             + fp32 + sm.sfu_latency_cycles                              // the exponentials, independent
+             + n * fp32 + 5 * (sm.shuffle_latency_cycles + fp32)        // the sum
+             + n * sm.divide_latency_cycles;                            // the divisions, one after another
+  p->x_base = alloc(static_cast<double>(op.elements()) * p->in_bits / 8.0);
+  p->out_base = alloc(static_cast<double>(op.elements()) * p->out_bits / 8.0);
+  if (ctas_per_sm(p->resources) < 1) throw UserError("softmax: a CTA of 128 threads does not fit on an SM");
+  std::ostringstream os;
+  os << "softmax: a warp per row, 4 rows a CTA, " << p->per_thread << " elements a thread loaded in " << p->steps(0)
+     << " round trip" << (p->steps(0) > 1 ? "s" : "") << ", " << std::lround(p->chain) << " cycles of reductions and divisions";
+  p->description = os.str();
+  return finish(p, false);
+}
 
 bool Lowering::row_norm_applies(const Op& op) {
   if (op.inputs > 1) return fused_norm_fits(op);

@@ -75,3 +75,34 @@ TEST_CASE("the fused residual add + RMSNorm reads its row once and waits on a bl
   const double slow = norm_op(64, 8192, "rms", {"sm.shuffle_latency=124 cycles"}, 2)["time_s"].as<double>();
   CHECK(slow - t >= 9 * 100 / 1.83e9 * 0.95);
 }
+
+namespace {
+YAML::Node softmax_op(long rows, long cols, const std::vector<std::string>& set = {}) {
+  std::vector<std::string> s = set;
+  s.push_back("power.mode=fixed_clock");
+  const std::string t = "xpusim_trace: 1\nops:\n  - {name: s, kind: softmax, shape: [" + std::to_string(rows) + ", " +
+                        std::to_string(cols) + "], dtype: fp16}\n";
+  return simulate(kH100, t, s)["ops"][0];
+}
+}  // namespace
+
+TEST_CASE("PyTorch's softmax over rows of up to 1024 is a warp per row whose divisions follow one another", "[sim][rowwise]") {
+  // A row of 1024 is 32 elements a thread (a row of 768 is padded to as many), loaded six at a
+  // time, then divided by the sum one IEEE division after another: a slower division slows it
+  // by at least 32 of them; a row of 256 has 8.
+  const YAML::Node one = softmax_op(1, 1024), short_row = softmax_op(1, 256);
+  CHECK_THAT(one["lowering"]["description"].as<std::string>(), Catch::Contains("a warp per row") && Catch::Contains("6 round trips"));
+  // 768 loads less but divides as often: closer to 1024 than to 256 (the card: 5.12, 5.98, 2.43 us).
+  const double t768 = softmax_op(1, 768)["time_s"].as<double>();
+  CHECK(t768 < one["time_s"].as<double>());
+  CHECK(t768 - short_row["time_s"].as<double>() > one["time_s"].as<double>() - t768);
+  const double slow = softmax_op(1, 1024, {"sm.divide_latency=377 cycles"})["time_s"].as<double>();
+  CHECK(slow - one["time_s"].as<double>() >= 32 * 300 / 1.83e9);
+  CHECK(one["time_s"].as<double>() - short_row["time_s"].as<double>() >= 24 * 77 / 1.83e9);
+  // Four rows share a CTA: eight rows are two CTAs, every output written once.
+  const YAML::Node eight = softmax_op(8, 1024);
+  CHECK(eight["lowering"]["ctas"].as<long>() == 2);
+  CHECK(eight["memory"]["l2_write_bytes"].as<double>() == Approx(8 * 1024 * 2));
+  // Past 1024 the row streams as before (PyTorch's block-per-row kernel is not modelled).
+  CHECK_THAT(softmax_op(4, 4096)["lowering"]["description"].as<std::string>(), Catch::Contains("grid-stride"));
+}
