@@ -29,26 +29,33 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEASURED = "docs/validation/measured/h100-sxm-2026-11-24"
-SQUARE = "docs/validation/measured/h100-sxm-2026-11-24/square-cold.csv"
 # Row-wise kernels (scripts/measure/row_kernels.py --flush): kernel durations by the profiler's
 # timestamps, each call after the L2 was flushed, as the simulator's fresh operands start in HBM.
 ROWS = "docs/validation/measured/h100-sxm-2026-11-25/rows-flushed.csv"
 # torch.compile's fused residual add + RMSNorm over hidden 8192 (scripts/measure/fused_norm.py),
 # timed as the row-wise kernels are.
 FUSED = "docs/validation/measured/h100-sxm-2026-11-25/fused-norm.csv"
+# Small GEMM kernels alone against K (scripts/measure/gemm_kernel_costs.py).
+GEMM_COSTS = "docs/validation/measured/h100-sxm-2026-11-26/gemm-kernel-costs.csv"
 ROW_KINDS = {"layer_norm": "layernorm", "rms_norm": "layernorm", "softmax": "softmax", "sum": "reduction", "add": "elementwise"}
 CALLS = 3
 
 
-def cases(measured, groups, files):
+# Each group's measurements, by file name in a card's directory.
+GROUP_FILES = {"skinny": "skinny-cold.csv", "fp8": "fp8-cold.csv", "square": "square-cold.csv",
+               "attention": "attention-cold.csv", "rows": "rows-flushed.csv", "fused": "fused-norm.csv",
+               "fused_graph": "fusion.csv", "gemm_costs": "gemm-kernel-costs.csv"}
+
+
+def cases(groups, files):
     """(group, label, op fields without name and deps, measured seconds per call). `files` maps
-    the square, rows and fused groups to their CSVs."""
+    each group to its CSV, relative to the repository."""
     if "skinny" in groups:
-        for r in csv.DictReader(open(os.path.join(ROOT, measured, "skinny-cold.csv"))):
+        for r in csv.DictReader(open(os.path.join(ROOT, files["skinny"]))):
             yield "skinny", f"{r['model']} {r['proj']} {r['m']}x{r['n']}x{r['k']}", \
                 dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype="bf16"), float(r["best_s"])
     if "fp8" in groups:
-        for r in csv.DictReader(open(os.path.join(ROOT, measured, "fp8-cold.csv"))):
+        for r in csv.DictReader(open(os.path.join(ROOT, files["fp8"]))):
             yield "fp8", f"fp8 {r['m']}x{r['n']}x{r['k']}", \
                 dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype="fp8_e4m3", out_dtype="bf16"), float(r["best_s"])
     if "square" in groups:
@@ -60,7 +67,7 @@ def cases(measured, groups, files):
                     op["out_dtype"] = "bf16"
                 yield "square", f"{r['dtype']} {r['m']}^3", op, float(r["best_s"])
     if "attention" in groups:
-        for r in csv.DictReader(open(os.path.join(ROOT, measured, "attention-cold.csv"))):
+        for r in csv.DictReader(open(os.path.join(ROOT, files["attention"]))):
             if r["phase"] != "decode" or not r.get("best_s"):
                 continue
             yield "attention", f"decode {r['model']} b{r['batch']} kv{r['kv_len']}", \
@@ -83,7 +90,7 @@ def cases(measured, groups, files):
         # an L2 flush, the kernel durations by the profiler's timestamps, split-K's two kernels
         # summed (the gap between them left out, where the simulated op has it).
         per = {}
-        for r in csv.DictReader(open(os.path.join(ROOT, measured, "gemm-kernel-costs.csv"))):
+        for r in csv.DictReader(open(os.path.join(ROOT, files["gemm_costs"]))):
             key = (r["dtype"], int(r["m"]), int(r["n"]), int(r["k"]))
             per.setdefault(key, []).append(r)
         for (dt, m, n, k), rs in per.items():
@@ -95,7 +102,7 @@ def cases(measured, groups, files):
     if "fused_graph" in groups:
         # The same kernel in bf16 from a CUDA graph, one tensor set repeated (partly L2-warm on the
         # card): fusion.csv of 2026-11-24, per call as the GEMM groups are timed.
-        for r in csv.DictReader(open(os.path.join(ROOT, measured, "fusion.csv"))):
+        for r in csv.DictReader(open(os.path.join(ROOT, files["fused_graph"]))):
             if r["mode"] != "torch.compile" or not r["op"].startswith("residual add + rmsnorm"):
                 continue
             op = dict(kind="layernorm", shape=f"[{r['tokens']}, 8192]", inputs=2, norm="rms", dtype="bf16")
@@ -111,25 +118,19 @@ def main():
     ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
     ap.add_argument("-c", "--config", default="configs/h100-sxm.yaml")
     ap.add_argument("--measured", help="a directory holding every group's CSV (default: the H100's files of "
-                    "2026-11-24 and, for square/rows/fused, those named at the top of this script)")
+                    "2026-11-24 and, for rows/fused/gemm_costs, those named at the top of this script)")
     ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph", "gemm_costs"],
                     help="groups to run (repeatable; default all)")
     ap.add_argument("--set", action="append", default=[], help="passed to xpusim run --set")
     args = ap.parse_args()
     groups = args.group or ["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph"]
-    if args.measured:
-        names = {"square": "square-cold.csv", "rows": "rows-flushed.csv", "fused": "fused-norm.csv"}
-        files = {g: os.path.join(args.measured, f) for g, f in names.items()}
-        measured = args.measured
-    else:
-        files, measured = {"square": SQUARE, "rows": ROWS, "fused": FUSED}, MEASURED
-    needs = {"skinny": os.path.join(measured, "skinny-cold.csv"), "fp8": os.path.join(measured, "fp8-cold.csv"),
-             "attention": os.path.join(measured, "attention-cold.csv"), "fused_graph": os.path.join(measured, "fusion.csv"),
-             "gemm_costs": os.path.join(measured, "gemm-kernel-costs.csv"), **files}
+    files = {g: os.path.join(args.measured or MEASURED, f) for g, f in GROUP_FILES.items()}
+    if not args.measured:
+        files.update(rows=ROWS, fused=FUSED, gemm_costs=GEMM_COSTS)
     for g in groups:
-        if not os.path.exists(os.path.join(ROOT, needs[g])):
-            sys.exit(f"check-kernels.py: group {g} needs {needs[g]}, which does not exist")
-    todo = list(cases(measured, groups, files))
+        if not os.path.exists(os.path.join(ROOT, files[g])):
+            sys.exit(f"check-kernels.py: group {g} needs {files[g]}, which does not exist")
+    todo = list(cases(groups, files))
     if not todo:
         sys.exit("no measured cases found")
     lines = ["xpusim_trace: 1", "name: check-kernels", "ops:"]

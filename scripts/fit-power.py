@@ -215,13 +215,16 @@ def check(args, tmp):
         # (int8 left out: torch._int_mm is not the kernel the simulator runs, see the fit).
         power = [dict(r, file=f) for f in sustained for r in csv.DictReader(open(os.path.join(folder, f)))
                  if r["dtype"] in ("bf16", "fp16", "fp8", "tf32")]
-        pjobs = [(r, gemm_trace(tmp, r["dtype"], int(r["size"]), 3), os.path.join(tmp, f"sus-{i}-{r['dtype']}"))
-                 for i, r in enumerate(power)]
+        # One simulation per format and size, however many measured rows share it.
+        shapes = sorted({(r["dtype"], int(r["size"])) for r in power})
         with ThreadPoolExecutor(max_workers=args.jobs) as ex:
-            preps = list(ex.map(lambda j: run(args.xpusim, j[1], j[2], ["power.start=sustained"], config), pjobs))
+            sims = dict(zip(shapes, ex.map(lambda ds: run(args.xpusim, gemm_trace(tmp, ds[0], ds[1], 3),
+                                                          os.path.join(tmp, f"sus-{ds[0]}-{ds[1]}"),
+                                                          ["power.start=sustained"], config), shapes)))
         print("| sustained 8192^3 GEMM (5 s on the card) | measured | simulated | error |")
         print("|---|---|---|---|")
-        for (r, _, _), rep in zip(pjobs, preps):
+        for r in power:
+            rep = sims[(r["dtype"], int(r["size"]))]
             t, pw = rep["total"], rep["total"].get("power", {})
             got = (t["tflops"], pw.get("chip_power_w", 0), pw.get("sm_clock_hz", 0) / 1e6)
             want = (float(r["tflops"]), float(r["avg_power_w"]), float(r["avg_sm_clock_mhz"]))

@@ -456,6 +456,11 @@ bool GemmProgram::keep_if_best(const config::GpuConfig& gpu, const Op& op, int64
   return true;
 }
 
+double GemmProgram::subtiled_epilogue_bytes(int64_t tbm, int64_t tbn) const {
+  constexpr int64_t kSubtileCols = 32;
+  return 2.0 * static_cast<double>(tbm * std::min(tbn, kSubtileCols)) * out_bits / 8.0;
+}
+
 int GemmProgram::stages_that_fit(const config::GpuConfig& gpu, double epilogue_bytes, double stage_bytes) {
   const int st = std::min<int>(gpu.kernels.gemm_max_stages,
                                static_cast<int>((gpu.sm.shared_memory_bytes - epilogue_bytes) / stage_bytes));

@@ -158,6 +158,11 @@ class GemmProgram : public KernelProgram {
   // memory beside `epilogue_bytes` of epilogue staging, at most kernels.gemm.max_stages (0: fewer
   // than two).
   static int stages_that_fit(const config::GpuConfig& gpu, double epilogue_bytes, double stage_bytes);
+  // Shared memory a TMA epilogue stages a tbm x tbn output tile through: two subtiles of 32
+  // columns in flight, as CUTLASS's Hopper and Blackwell epilogues store them and cuBLAS's
+  // kernels keep room for (16 KiB beside the stages for a bf16 output, 32 KiB for an fp32 one:
+  // docs/validation/measured/h200-2026-11-25/gemm-grids.csv).
+  double subtiled_epilogue_bytes(int64_t tbm, int64_t tbn) const;
   // A library heuristic's estimate of the kernel's time with tbm x tbn tiles: the longest of
   // the tensor work in waves of `cps` CTAs per SM, the L2 operand traffic, and the weight
   // conversions (`dequant_cols` of each tile's columns per K element) on the busiest SM.

@@ -26,9 +26,6 @@ namespace {
 constexpr int kThreads = 192;
 // Registers an epilogue thread holds besides its base: one 32-column TMEM load of fp32 values.
 constexpr int kEpilogueRegisters = 32;
-// The epilogue stages its output through shared memory in column subtiles, two in flight
-// (CUTLASS SM100 epilogues store subtiles by TMA); 32 columns each.
-constexpr int64_t kEpilogueSubtileCols = 32;
 
 class Tcgen05Gemm : public GemmProgram {
  public:
@@ -125,7 +122,7 @@ class Tcgen05Gemm : public GemmProgram {
       const double stage_bytes = static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) * static_cast<double>(tbm) +
                                  static_cast<double>(bk) * b_cols * b_elem_bytes +
                                  (dequant_ops > 0 ? static_cast<double>(bk) * b_cols * in_bits / 8.0 : 0.0);
-      const double epilogue_bytes = 2.0 * static_cast<double>(tbm * std::min(tbn, kEpilogueSubtileCols)) * out_bits / 8.0;
+      const double epilogue_bytes = subtiled_epilogue_bytes(tbm, tbn);  // CUTLASS SM100 epilogues store subtiles by TMA
       const int st = stages_that_fit(gpu, epilogue_bytes, stage_bytes);
       if (st == 0) continue;
       CtaResources r{kThreads, (kBaseRegisters + kEpilogueRegisters) * kThreads, st * stage_bytes + epilogue_bytes};

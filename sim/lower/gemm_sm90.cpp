@@ -13,9 +13,6 @@
 namespace xpusim::lower {
 namespace {
 
-// Output columns per epilogue subtile.
-constexpr int64_t kEpilogueSubtileCols = 32;
-
 class WgmmaGemm : public GemmProgram {
  public:
   void mma_costs(StepWork& w) const override {
@@ -69,11 +66,9 @@ class WgmmaGemm : public GemmProgram {
     for (const auto& [tbm, tbn] : tiles) {
       const double stage_bytes = static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) * static_cast<double>(tbm) +
                                  static_cast<double>(bk * tbn) * b_elem_bytes;
-      // The epilogue stages the output through shared memory in subtiles of 32 columns, two in
-      // flight, as it does on Blackwell: cuBLAS's Hopper kernels keep 16 KiB beside their stages
-      // for a bf16 output and 32 KiB for an fp32 one (gemm-grids.csv: 4 x 48 KiB stages + 16 KiB
-      // for a 256x128x64 bf16 tile, 4 x 48 KiB + 34 KiB for a 128x256x32 tf32 one).
-      const double epilogue_bytes = 2.0 * static_cast<double>(tbm * std::min(tbn, kEpilogueSubtileCols)) * out_bits / 8.0;
+      // The epilogue in subtiles (gemm-grids.csv: 4 x 48 KiB stages + 16 KiB for a 256x128x64
+      // bf16 tile, 4 x 48 KiB + 34 KiB for a 128x256x32 tf32 one).
+      const double epilogue_bytes = subtiled_epilogue_bytes(tbm, tbn);
       const int st = stages_that_fit(gpu, epilogue_bytes, stage_bytes);
       const int consumers = std::max(1, kl.gemm_threads - kProducerThreads);
       const int regs_per_thread = static_cast<int>(tbm * tbn / consumers) + kBaseRegisters;

@@ -13,6 +13,27 @@ namespace {
 
 using trace::Op;
 
+// What the row-wise kernels share: an op's M x N rows, their formats, and the output they store
+// in their steps (so written() names it; their epilogues store none of it, and do nothing unless
+// a kernel says otherwise).
+class RowProgram : public KernelProgram {
+ public:
+  int64_t rows = 0, cols = 0;
+  int in_bits = 16, out_bits = 16;
+  uint64_t out_base = 0;
+
+  void take_shape(const Op& op) {
+    rows = op.rows();
+    cols = op.cols();
+    in_bits = dtype_bits(op.dtype);
+    out_bits = dtype_bits(op.out_dtype);
+  }
+  void epilogue(uint64_t, StepWork&) const override {}
+  void written(double max_bytes, std::vector<Strided>& out) const override {
+    written_tail(out_base, bytes_of(static_cast<uint64_t>(rows * cols), out_bits), max_bytes, out);
+  }
+};
+
 // PyTorch's vectorized_layer_norm_kernel (ATen/native/cuda/layer_norm_kernel.cu), which
 // F.layer_norm and F.rms_norm run where a row is a multiple of its 4-element vectors: a CTA of
 // 32 x 4 threads per row (the launch the profiler records, docs/validation/measured/
@@ -26,14 +47,12 @@ using trace::Op;
 // load round trip per iteration. A step is one iteration of one pass (stages = 1: the next
 // step's loads go out when this step's work is done), and its dependent instructions are
 // timed as a chain of the SM's latencies (sm.*_latency).
-class RowNormProgram : public KernelProgram {
+class RowNormProgram : public RowProgram {
  public:
   static constexpr int kThreads = 128;
   static constexpr int kVector = 4;
-  int64_t rows = 0, cols = 0;
-  int in_bits = 16, out_bits = 16;
   bool rms = false;
-  uint64_t x_base = 0, gamma_base = 0, beta_base = 0, out_base = 0, stats_base = 0;
+  uint64_t x_base = 0, gamma_base = 0, beta_base = 0, stats_base = 0;
   double pass1_chain = 0;  // cycles per pass-1 iteration (one vector per thread)
   double reduction = 0;    // cycles from the last pass-1 iteration to rstd
   double pass2_chain = 0;  // cycles per pass-2 iteration
@@ -89,9 +108,6 @@ class RowNormProgram : public KernelProgram {
   void epilogue(uint64_t cta, StepWork& w) const override {
     if (stats_base) w.stores.push_back({stats_base + 8 * cta, 1, 8, 0});
   }
-  void written(double max_bytes, std::vector<Strided>& out) const override {
-    written_tail(out_base, bytes_of(static_cast<uint64_t>(rows * cols), out_bits), max_bytes, out);
-  }
 };
 
 // A fused residual add + norm, as torch.compile's Triton kernel runs it for a row of 8192
@@ -104,16 +120,14 @@ class RowNormProgram : public KernelProgram {
 // partials through shared memory, reduced by one warp and broadcast: two barriers), then the
 // rsqrt. Step 2 loads gamma (and beta), scales the sum it holds in registers and stores the
 // output. A step per phase, stages 1: gamma's loads go out once the statistics are known.
-class FusedAddNormProgram : public KernelProgram {
+class FusedAddNormProgram : public RowProgram {
  public:
   static constexpr int kMaxThreads = 512;
   static constexpr int kVectorBytes = 16;
   int threads = kMaxThreads;
-  int64_t rows = 0, cols = 0;
-  int in_bits = 16, out_bits = 16;
   bool rms = false;
   std::vector<uint64_t> in_base;  // one per input
-  uint64_t gamma_base = 0, beta_base = 0, sum_base = 0, out_base = 0;
+  uint64_t gamma_base = 0, beta_base = 0, sum_base = 0;
   double chain = 0;      // cycles from the loads' arrival to rstd
   double reduction_instr = 0;
 
@@ -151,10 +165,6 @@ class FusedAddNormProgram : public KernelProgram {
     w.fp32_ops = n * (rms ? 4 : 6);
     w.instr_simt = w.fp32_ops / 32.0;
   }
-  void epilogue(uint64_t, StepWork&) const override {}
-  void written(double max_bytes, std::vector<Strided>& out) const override {
-    written_tail(out_base, bytes_of(static_cast<uint64_t>(rows * cols), out_bits), max_bytes, out);
-  }
 };
 
 // PyTorch's softmax_warp_forward (ATen/native/cuda/PersistentSoftmax.cuh), which torch.softmax
@@ -167,13 +177,12 @@ class FusedAddNormProgram : public KernelProgram {
 // (a compare and a select an element), five shuffle levels; the exponentials (independent); a
 // running sum (an add an element), five shuffle levels; then each element divided by the sum
 // with an IEEE division in a branch region of its own, one after another, and stored.
-class SoftmaxWarpProgram : public KernelProgram {
+class SoftmaxWarpProgram : public RowProgram {
  public:
   static constexpr int kWarps = 4;
   static constexpr int kLoadsInFlight = 6;
-  int64_t rows = 0, cols = 0, per_thread = 0;  // per_thread: the row padded to a power of two, / 32
-  int in_bits = 16, out_bits = 16;
-  uint64_t x_base = 0, out_base = 0;
+  int64_t per_thread = 0;  // the row padded to a power of two, / 32
+  uint64_t x_base = 0;
   double chain = 0;  // cycles from the last loads' arrival to the last division
 
   int64_t per_step() const { return int64_t{32} * kLoadsInFlight; }
@@ -207,10 +216,6 @@ class SoftmaxWarpProgram : public KernelProgram {
     w.sfu_ops = warps * 32 * all * 2;
     w.latency_cycles = chain;
   }
-  void epilogue(uint64_t, StepWork&) const override {}
-  void written(double max_bytes, std::vector<Strided>& out) const override {
-    written_tail(out_base, bytes_of(static_cast<uint64_t>(rows * cols), out_bits), max_bytes, out);
-  }
 };
 
 // Elements in a 16-byte vector of the op's inputs.
@@ -229,10 +234,7 @@ bool Lowering::softmax_warp_applies(const Op& op) { return op.inputs == 1 && op.
 LoweredOp Lowering::softmax_warp(const Op& op) {
   const SmParams& sm = gpu_.sm;
   auto p = std::make_shared<SoftmaxWarpProgram>();
-  p->rows = op.rows();
-  p->cols = op.cols();
-  p->in_bits = dtype_bits(op.dtype);
-  p->out_bits = dtype_bits(op.out_dtype);
+  p->take_shape(op);
   int64_t pow2 = 32;
   while (pow2 < p->cols) pow2 *= 2;
   p->per_thread = pow2 / 32;
@@ -263,10 +265,7 @@ bool Lowering::row_norm_applies(const Op& op) {
 LoweredOp Lowering::fused_add_norm(const Op& op) {
   const SmParams& sm = gpu_.sm;
   auto p = std::make_shared<FusedAddNormProgram>();
-  p->rows = op.rows();
-  p->cols = op.cols();
-  p->in_bits = dtype_bits(op.dtype);
-  p->out_bits = dtype_bits(op.out_dtype);
+  p->take_shape(op);
   p->rms = op.rms;
   p->stages = 1;
   // A vector or more a thread, in whole warps, at most 512.
@@ -310,10 +309,7 @@ LoweredOp Lowering::row_norm(const Op& op) {
   if (op.inputs > 1) return fused_add_norm(op);
   const SmParams& sm = gpu_.sm;
   auto p = std::make_shared<RowNormProgram>();
-  p->rows = op.rows();
-  p->cols = op.cols();
-  p->in_bits = dtype_bits(op.dtype);
-  p->out_bits = dtype_bits(op.out_dtype);
+  p->take_shape(op);
   p->rms = op.rms;
   p->stages = 1;
   p->resources = CtaResources{RowNormProgram::kThreads, 32 * RowNormProgram::kThreads, 24};
