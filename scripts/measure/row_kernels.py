@@ -58,7 +58,9 @@ def ops(m, n):
     return {"layer_norm": ln, "rms_norm": rms, "softmax": sm, "sum": rsum, "add": add}
 
 
-def profile_graph(fn, reps=20, replays=3):
+def kernel_events(fn, reps=20, replays=3):
+    """The profiler's kernel events of `replays` replays of a CUDA graph of `reps` calls of `fn`
+    (after three untimed ones), in the order they ran."""
     from torch.profiler import ProfilerActivity, profile
     g = graph_of(fn, reps)
     for _ in range(3):
@@ -73,7 +75,11 @@ def profile_graph(fn, reps=20, replays=3):
     with open(path) as f:
         events = json.load(f).get("traceEvents", [])
     os.remove(path)
-    ks = [e for e in events if e.get("cat") == "kernel" and "MaxNan" not in e["name"]]  # not the flush
+    return sorted((e for e in events if e.get("cat") == "kernel"), key=lambda e: float(e["ts"]))
+
+
+def profile_graph(fn, reps=20, replays=3):
+    ks = [e for e in kernel_events(fn, reps, replays) if "MaxNan" not in e["name"]]  # not the flush
     by_name = {}
     for e in ks:
         by_name.setdefault(e["name"], []).append(e)
