@@ -10,8 +10,10 @@ adds over M x N as `scripts/measure/row_kernels.py --flush` timed them (each aft
 kernel durations by the profiler's timestamps), against the second call's kernel time; the
 `fused` group likewise, torch.compile's fused residual add + RMSNorm (`fused_norm.py`); the
 `fused_graph` group the same kernel per call from a CUDA graph (`fusion.csv`); the `gemm_costs`
-group, small GEMM kernels alone against K, after an L2 flush (`gemm_kernel_costs.py`, measured on
-the H200 only). Prints a
+group, small GEMM kernels alone against K, after an L2 flush (`gemm_kernel_costs.py`); the
+`gemm_parts` group, the same kernels back to back after a flush (`gemm_cold_parts.py`: each GEMM
+the second of its call, its code warm and its operands in HBM, as the simulated second call),
+whose bf16 64^3 row set `kernels.gemm.cta_setup` (marked "fitted"; the others are held out). Prints a
 Markdown table with the error of each shape and a summary per group; asserts nothing.
 
   scripts/check-kernels.py                         h100-sxm against docs/validation/measured/h100-sxm-2026-11-24
@@ -37,6 +39,10 @@ ROWS = "docs/validation/measured/h100-sxm-2026-11-25/rows-flushed.csv"
 FUSED = "docs/validation/measured/h100-sxm-2026-11-25/fused-norm.csv"
 # Small GEMM kernels alone against K (scripts/measure/gemm_kernel_costs.py).
 GEMM_COSTS = "docs/validation/measured/h100-sxm-2026-11-26/gemm-kernel-costs.csv"
+# The same kernels back to back after a flush (scripts/measure/gemm_cold_parts.py).
+GEMM_PARTS = "docs/validation/measured/h100-sxm-2026-11-26/gemm-cold-parts.csv"
+# The row kernels.gemm.cta_setup was fitted to (configs/h100-sxm.yaml).
+GEMM_PARTS_FITTED = {("bf16", 64, 64, 64)}
 ROW_KINDS = {"layer_norm": "layernorm", "rms_norm": "layernorm", "softmax": "softmax", "sum": "reduction", "add": "elementwise"}
 CALLS = 3
 
@@ -44,7 +50,8 @@ CALLS = 3
 # Each group's measurements, by file name in a card's directory.
 GROUP_FILES = {"skinny": "skinny-cold.csv", "fp8": "fp8-cold.csv", "square": "square-cold.csv",
                "attention": "attention-cold.csv", "rows": "rows-flushed.csv", "fused": "fused-norm.csv",
-               "fused_graph": "fusion.csv", "gemm_costs": "gemm-kernel-costs.csv"}
+               "fused_graph": "fusion.csv", "gemm_costs": "gemm-kernel-costs.csv", "gemm_parts": "gemm-cold-parts.csv"}
+GROUPS = list(GROUP_FILES)
 
 
 def cases(groups, files):
@@ -99,6 +106,20 @@ def cases(groups, files):
                 op["out_dtype"] = "bf16"
             two = " (2 kernels)" if len(rs) > 1 else ""
             yield "gemm_costs", f"{dt} {m}x{n}x{k}{two}", op, sum(float(r["median_us"]) for r in rs) * 1e-6
+    if "gemm_parts" in groups:
+        # The second kernel of each call (code warm, operands cold); a 1-element add beside them.
+        for r in csv.DictReader(open(os.path.join(ROOT, files["gemm_parts"]))):
+            if r["call"] != "cold" or r["position"] != "1":
+                continue
+            dt, m, n, k = r["dtype"], int(r["m"]), int(r["n"]), int(r["k"])
+            if dt == "add":
+                yield "gemm_parts", "add 1 element", dict(kind="elementwise", shape="[1]", dtype="fp32"), float(r["median_us"]) * 1e-6
+                continue
+            op = dict(kind="gemm", m=m, n=n, k=k, dtype={"fp8": "fp8_e4m3"}.get(dt, dt))
+            if dt == "fp8":
+                op["out_dtype"] = "bf16"
+            fitted = " (fitted)" if (dt, m, n, k) in GEMM_PARTS_FITTED else ""
+            yield "gemm_parts", f"{dt} {m}x{n}x{k}{fitted}", op, float(r["median_us"]) * 1e-6
     if "fused_graph" in groups:
         # The same kernel in bf16 from a CUDA graph, one tensor set repeated (partly L2-warm on the
         # card): fusion.csv of 2026-11-24, per call as the GEMM groups are timed.
@@ -118,15 +139,15 @@ def main():
     ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
     ap.add_argument("-c", "--config", default="configs/h100-sxm.yaml")
     ap.add_argument("--measured", help="a directory holding every group's CSV (default: the H100's files of "
-                    "2026-11-24 and, for rows/fused/gemm_costs, those named at the top of this script)")
-    ap.add_argument("--group", action="append", choices=["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph", "gemm_costs"],
+                    "2026-11-24 and, for rows/fused/gemm_costs/gemm_parts, those named at the top of this script)")
+    ap.add_argument("--group", action="append", choices=GROUPS,
                     help="groups to run (repeatable; default all)")
     ap.add_argument("--set", action="append", default=[], help="passed to xpusim run --set")
     args = ap.parse_args()
     groups = args.group or ["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph"]
     files = {g: os.path.join(args.measured or MEASURED, f) for g, f in GROUP_FILES.items()}
     if not args.measured:
-        files.update(rows=ROWS, fused=FUSED, gemm_costs=GEMM_COSTS)
+        files.update(rows=ROWS, fused=FUSED, gemm_costs=GEMM_COSTS, gemm_parts=GEMM_PARTS)
     for g in groups:
         if not os.path.exists(os.path.join(ROOT, files[g])):
             sys.exit(f"check-kernels.py: group {g} needs {files[g]}, which does not exist")
@@ -160,7 +181,7 @@ def main():
     print("|---|---|---|---|---|---|")
     errs = {}
     for i, (group, label, _, meas) in enumerate(todo):
-        if group in ("rows", "fused", "gemm_costs"):  # measured: the kernel alone, by the profiler's timestamps
+        if group in ("rows", "fused", "gemm_costs", "gemm_parts"):  # measured: the kernel alone, by the profiler's timestamps
             sim = ops[f"c{i}_1"]["time_s"]
         else:  # per call: from the start of the second call to the start of the one after the third
             nxt = ops[f"c{i + 1}_0"] if f"c{i + 1}_0" in ops else ops["end"]

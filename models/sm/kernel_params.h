@@ -14,6 +14,7 @@ struct KernelLibParams {
   std::vector<std::string> gemm_tiles;   // candidate CTA output tiles "MxN"
   double gemm_k_tile_bytes = 0;          // bytes of K per pipeline stage per operand row
   int gemm_max_stages = 0;               // multistage (TMA) pipeline depth limit
+  double gemm_cta_setup_s = 0;           // tensor-core GEMMs: a resident CTA's set-up before its first MMA
   int gemm_raster_group = 0;             // CTA rasterisation swizzle group (rows of tiles)
   int gemm_cluster_m = 1;                // CTAs along M per cluster sharing B by TMA multicast
   std::string gemm_mma = "wgmma";        // MMA the GEMM kernels issue: wgmma (Hopper) or tcgen05 (Blackwell)

@@ -94,6 +94,10 @@ class KernelProgram {
   // next tile), and the next turn's compute waits until this one is done (the consumer warps'
   // epilogue). See Sm::run_cta.
   bool hand_over = false;
+  // Per resident CTA: from its start to its first compute (a GEMM's barrier initialisation,
+  // cluster synchronisation and descriptor prefetch), with its first stages' loads in flight
+  // meanwhile. A persistent kernel's turn that takes over a slot does not pay it again.
+  double cta_setup_s = 0;
   int stages = 2;
   std::string description;
   // Microbenchmarks time a steady-state phase: from the first CTA's step `timed_step` to the

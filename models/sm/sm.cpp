@@ -41,7 +41,7 @@ SmStats SmStats::make(StatRegistry& reg, const std::string& prefix) {
 }
 
 Sm::Sm(sc_core::sc_module_name name, int id, const SmParams& p, const TensorCoreParams& tc, const ClockDomain& clock,
-       SmStats& stats)
+       SmStats& stats, double port_bytes_per_cycle)
     : sc_module(name),
       mem("mem"),
       id_(id),
@@ -52,7 +52,8 @@ Sm::Sm(sc_core::sc_module_name name, int id, const SmParams& p, const TensorCore
       tensor_core_("tensor_core", tc, clock, stats.tensor),
       smem_(p.shared_memory_banks * p.bank_bytes * clock.hz()),
       l1_(l1_geometry(p)),
-      l1_latency_s_(p.l1_latency_cycles / p.clock_hz) {}
+      l1_latency_s_(p.l1_latency_cycles / p.clock_hz),
+      port_bytes_per_cycle_(port_bytes_per_cycle) {}
 
 bool Sm::fits_empty(const SmParams& p, const CtaResources& r) {
   return r.threads <= p.max_warps * 32 && r.registers <= p.registers && r.shared_bytes <= p.shared_memory_bytes &&
@@ -139,6 +140,11 @@ double Sm::issue_cached(const std::vector<Strided>& blocks, KernelRun* k) {
     done = std::max(done, fill);
   }
   return done;
+}
+
+double Sm::received_bytes(const StepWork& w) {
+  return static_cast<double>(total_bytes(w.loads) + total_bytes(w.cached_loads)) +
+         static_cast<double>(total_bytes(w.multicast_loads)) * w.multicast_fanout;
 }
 
 double Sm::issue_loads(const StepWork& w, KernelRun* k) {
@@ -230,6 +236,7 @@ void Sm::free_slot(const CtaResources& r) {
 void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
   wait_until(start_s);
   const KernelProgram& prog = *k->program;
+  const double arrived = sc_core::sc_time_stamp().to_seconds();
   // A persistent kernel's turn takes over from the earliest turn of its kernel that handed its
   // slot on here, and hands its own on once it has issued its last loads and computed a step
   // (its producer moves on to the next tile as its consumers free a buffer). The next turn
@@ -270,6 +277,13 @@ void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
   for (uint32_t i = 0; i < depth; ++i) {
     if (before)
       while (!before->done && before->freed <= i) sc_core::wait(before->progress);
+    else if (i > 0 && port_bytes_per_cycle_ > 0)
+      // A new CTA's producer sends its stages' requests no faster than its port brings their
+      // data back (the requests a TMA unit keeps in flight are bounded): stage i leaves once
+      // stage i - 1's bytes would have crossed the port. Without it every CTA's whole pipeline
+      // would reach the L2 at its start, later CTAs' first stages queued behind earlier CTAs'
+      // last ones.
+      wait_until(sc_core::sc_time_stamp().to_seconds() + received_bytes(ring[i - 1]) / port_bytes_per_cycle_ / clock_.hz());
     prog.step(cta, i, ring[i]);
     ready[i] = issue_loads(ring[i], k);
   }
@@ -279,6 +293,7 @@ void Sm::run_cta(KernelRun* k, uint64_t cta, double start_s) {
   const double start = sc_core::sc_time_stamp().to_seconds();
   const double start_cycles = clock_.cycles(start);
   bool used_tensor_cores = pro.tensor_macs > 0;  // this CTA's, not the kernel's: decides the drain
+  if (!before) wait_until(arrived + prog.cta_setup_s);  // its loads in flight meanwhile
   wait_until(pro_ready);
   wait_until(compute(pro, k));
 

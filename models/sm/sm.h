@@ -39,9 +39,11 @@ class Sm : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<Sm> mem;
 
-  // `clock` is the GPU's SM clock domain (a governor may change it between slices of time).
+  // `clock` is the GPU's SM clock domain (a governor may change it between slices of time);
+  // `port_bytes_per_cycle`, the SM's network port (noc.port_bandwidth), paces a CTA's first
+  // stages (0: not paced).
   Sm(sc_core::sc_module_name name, int id, const SmParams& p, const TensorCoreParams& tc, const ClockDomain& clock,
-     SmStats& stats);
+     SmStats& stats, double port_bytes_per_cycle = 0);
 
   bool can_host(const CtaResources& r) const;
   static bool fits_empty(const SmParams& p, const CtaResources& r);
@@ -62,6 +64,8 @@ class Sm : public sc_core::sc_module {
   double issue(const std::vector<Strided>& blocks, bool write, KernelRun* k, int fanout = 1, double after_s = 0);
   double issue_cached(const std::vector<Strided>& blocks, KernelRun* k);
   double issue_loads(const StepWork& w, KernelRun* k);
+  // Bytes a step's loads bring to this SM's port (a multicast share once per receiving SM).
+  static double received_bytes(const StepWork& w);
   double compute(const StepWork& w, KernelRun* k);
   static void wait_until(double t);
   void free_slot(const CtaResources& r);
@@ -89,6 +93,7 @@ class Sm : public sc_core::sc_module {
   SectoredTags l1_;
   SectoredTags::Result l1_result_;
   double l1_latency_s_;
+  double port_bytes_per_cycle_;
   int ctas_ = 0, threads_ = 0, registers_ = 0;
   double shared_ = 0;
 };

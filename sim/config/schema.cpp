@@ -254,7 +254,8 @@ Schema make_gpu_schema() {
       .flag("sparse_2_4", &TensorCoreParams::sparse_2_4, def("false"),
             "2:4 structured weight sparsity runs at twice the dense MAC rate")
       .quantity("mma_latency", &TensorCoreParams::mma_latency_cycles, Dim::Cycles, def("32 cycles"),
-                between(0, 1e5), "Latency from MMA issue to result (pipeline fill at the end of a CTA)")
+                between(0, 1e5), "Latency from MMA issue to result: the pipeline fill at the end of a CTA, and in wgmma "
+                "kernels the least time of a K step, whose MMAs chain on one accumulator (one per 32 bytes of K)")
       .choice("mma_instruction", &TensorCoreParams::mma_instruction, {"hmma884", "hmma1688", "hmma16816"}, def("hmma16816"),
               "The warp MMA instruction of mma.sync kernels (kernels.gemm.mma: mma_sync), at 16-bit inputs: hmma884 "
               "(Volta: a 16x16x4 product over the warp's four quad-pairs in four STEP instructions, 256 MACs each), "
@@ -359,6 +360,9 @@ Schema make_gpu_schema() {
                 between(16, 4096), "Bytes of K per pipeline stage per operand row (64 bf16 elements at 128 B)")
       .integer("gemm.max_stages", &KernelLibParams::gemm_max_stages, def("4"), between(1, 16),
                "Deepest multistage (TMA) pipeline; fewer if shared memory is short")
+      .quantity("gemm.cta_setup", &KernelLibParams::gemm_cta_setup_s, Dim::Time, def("0 s"), between(0, 1e-4),
+                "Tensor-core GEMMs: per resident CTA, from its start to its first MMA (barriers, cluster "
+                "synchronisation, descriptors); its first loads overlap it. A persistent kernel's later tiles do not pay it")
       .integer("gemm.raster_group", &KernelLibParams::gemm_raster_group, def("8"), between(1, 1024),
                "CTA rasterisation swizzle: rows of tiles walked together for L2 reuse")
       .integer("gemm.cluster_m", &KernelLibParams::gemm_cluster_m, def("1"), between(1, 16),

@@ -23,7 +23,8 @@ GpuSystem::GpuSystem(sc_core::sc_module_name name, const config::GpuConfig& cfg,
   hbm_ = std::make_unique<Hbm>("hbm", cfg.hbm, map, stats);
   std::vector<Sm*> raw;
   for (int i = 0; i < cfg.sm.count; ++i) {
-    sms_.push_back(std::make_unique<Sm>(("sm" + std::to_string(i)).c_str(), i, cfg.sm, cfg.tensor_core, clock_, sm_stats_));
+    sms_.push_back(std::make_unique<Sm>(("sm" + std::to_string(i)).c_str(), i, cfg.sm, cfg.tensor_core, clock_, sm_stats_,
+                                        cfg.noc.port_bytes_per_cycle));
     sms_.back()->mem.bind(noc_->sm_side);
     raw.push_back(sms_.back().get());
   }

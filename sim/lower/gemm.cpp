@@ -252,10 +252,10 @@ double GemmProgram::split_estimate_s(const config::GpuConfig& gpu, int64_t s, do
   const double loaded_latency = 2 * idle_latency;
   // The SMs' tensor work wave by wave, or a CTA's K loop where each round trip of loads brings
   // only `stages` steps.
-  const double tile_s = static_cast<double>(bm * bn * bk) * steps / eff_rate / sm.clock_hz;
   const double per_sm = std::min<double>(cps, std::ceil(ctas / sm.count));
+  const double tiles_s = steps * step_cycles(gpu, bm, bn, per_sm, eff_rate) / sm.clock_hz;
   const double loop_s = steps * loaded_latency / std::max(1, stages);
-  const double compute_s = waves * std::max(per_sm * tile_s, loop_s);
+  const double compute_s = waves * std::max(tiles_s, loop_s);
   // HBM: every operand byte once and the output once, at the rate the resident CTAs' loads in
   // flight sustain (Little's law: `stages` steps of the rows they really load, per CTA).
   const double ei = in_bits / 8.0;
@@ -366,14 +366,14 @@ double GemmProgram::stream_k_estimate_s(const config::GpuConfig& gpu, double eff
   const double I = static_cast<double>(k_steps());
   const double sk_iters = static_cast<double>(tiles() - dp) * I;
   const double per_cta = std::ceil(sk_iters / static_cast<double>(ctas));
-  const double step_s = static_cast<double>(bm * bn * bk) / eff_rate / sm.clock_hz;
   const double dp_waves = std::ceil(static_cast<double>(dp) / (static_cast<double>(sm.count) * cps));
   const double idle_latency = idle_load_latency_s(gpu);
   const double loaded_latency = 2 * idle_latency;
   const double per_sm = std::min<double>(cps, std::ceil(static_cast<double>(ctas) / sm.count));
   const double loop = std::max(1, stages);
-  const double compute_s = dp_waves * std::max(cps * I * step_s, I * loaded_latency / loop) +
-                           (sk_iters > 0 ? std::max(per_sm * per_cta * step_s, per_cta * loaded_latency / loop) : 0.0);
+  const double compute_s =
+      dp_waves * std::max(I * step_cycles(gpu, bm, bn, cps, eff_rate) / sm.clock_hz, I * loaded_latency / loop) +
+      (sk_iters > 0 ? std::max(per_cta * step_cycles(gpu, bm, bn, per_sm, eff_rate) / sm.clock_hz, per_cta * loaded_latency / loop) : 0.0);
   if (tensor_s) *tensor_s = compute_s;
   const double ei = in_bits / 8.0;
   const double hbm_s = static_cast<double>(batch) * (M * K * ei + static_cast<double>(K) * N * b_elem_bytes + M * N * out_bits / 8.0) /
@@ -431,12 +431,11 @@ double GemmProgram::estimate_s(const config::GpuConfig& gpu, const Op& op, int64
   const SmParams& sm = gpu.sm;
   const double n_tiles = static_cast<double>(op.batch) * std::ceil(static_cast<double>(M) / tbm) * std::ceil(static_cast<double>(N) / tbn);
   const double k_pad = std::ceil(static_cast<double>(K) / bk) * bk;
-  const double tile_s = tbm * tbn * k_pad / eff_rate / sm.clock_hz;
   const double waves = std::ceil(n_tiles / (sm.count * cps));
   // Each wave's busiest SM runs as many tiles as it holds, or fewer where the tiles are fewer
   // than the slots: in one partial wave, the dispatcher spreads them over the SMs first.
   const double per_sm = std::min<double>(cps, std::ceil(n_tiles / sm.count));
-  const double compute_s = waves * per_sm * tile_s;
+  const double compute_s = waves * (k_pad / static_cast<double>(bk)) * step_cycles(gpu, tbm, tbn, per_sm, eff_rate) / sm.clock_hz;
   const double l2_s = n_tiles * k_pad * (tbm * in_bits / 8.0 + static_cast<double>(tbn) / cluster * b_elem_bytes) /
                       gpu.l2.bandwidth;
   // Conversions on the busiest SM: the dispatcher spreads tiles over the SMs first.
@@ -649,6 +648,8 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
   // (a narrow format would otherwise keep too few bytes in flight to cover HBM latency).
   p->bk = std::max<int64_t>(16, static_cast<int64_t>(kl.gemm_k_tile_bytes * 8 / std::min(p->in_bits, p->b_bits)));
   p->raster_group = kl.gemm_raster_group;
+  if (!simt) p->cta_setup_s = kl.gemm_cta_setup_s;
+  p->mma_latency_cycles = tc.mma_latency_cycles;
   p->cluster = simt || mma_sync ? 1 : kl.gemm_cluster_m;  // thread-block clusters arrive with Hopper
   if (p->raster_group % p->cluster != 0)
     throw UserError("kernels.gemm.raster_group (" + std::to_string(p->raster_group) +

@@ -37,6 +37,9 @@ class GemmProgram : public KernelProgram {
   uint64_t a = 0, b = 0, meta = 0, scales = 0, c = 0;
   int64_t tiles_m = 0, tiles_n = 0;
   int raster_group = 8;
+  // Issue to result of one MMA (tensor_core.mma_latency): a K step's MMAs, chained on one
+  // accumulator, take at least their count times it (wgmma kernels).
+  double mma_latency_cycles = 0;
   int cluster = 1;  // CTAs along M sharing each B tile (TMA multicast; 2-SM MMA pairs on tcgen05)
   bool conv = false;
   ConvGeometry g;
@@ -137,6 +140,12 @@ class GemmProgram : public KernelProgram {
   }
   // MMA instructions, shared-memory and accumulator traffic, conversions of one K step.
   virtual void mma_costs(StepWork& w) const = 0;
+  // The estimates' least time of one K step of tbm x tbn tiles, `per_sm` of them on an SM, in SM
+  // cycles: by default their MACs at `eff_rate`. The wgmma variant adds what bounds its narrow
+  // tiles (its MMA chain's latency, the operands through the SM's network port).
+  virtual double step_cycles(const config::GpuConfig& /*gpu*/, int64_t tbm, int64_t tbn, double per_sm, double eff_rate) const {
+    return per_sm * static_cast<double>(tbm * tbn * bk) / eff_rate;
+  }
   // "tile 128x256x64, 4 stages, ..." (before the weight-format note and the grid).
   virtual std::string describe() const = 0;
 

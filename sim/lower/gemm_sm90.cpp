@@ -15,14 +15,21 @@ namespace {
 
 class WgmmaGemm : public GemmProgram {
  public:
+  // A warpgroup's MMAs in one K step, each taking 32 bytes of K: chained on one accumulator.
+  double chain() const { return std::ceil(static_cast<double>(bk * in_bits) / 256.0); }
+
   void mma_costs(StepWork& w) const override {
     // One warpgroup MMA covers 64 rows x the tile's other side x 32 bytes of K. The 64 rows are
     // A's (the tokens), or in a weight-only kernel the weights': mixed-input kernels swap the
     // operands (C^T = B^T A^T) so that the converted weights are the MMA's register operand and
     // the tokens its narrow side, which may be as small as 8.
     const int64_t mma_rows = swap() ? bn : bm, mma_cols = swap() ? bm : bn;
-    const double instr = static_cast<double>(mma_rows / 64) * std::ceil(static_cast<double>(bk * in_bits) / 256.0);
+    const double instr = static_cast<double>(mma_rows / 64) * chain();
     w.instr_mma += instr;
+    // A warpgroup's MMAs of one K step accumulate into the same registers, each after the last:
+    // the step lasts at least the chain's latency, whatever the tile's width. A narrow tile's
+    // MMAs are short, so its K loop runs at this bound, not at the tensor cores' rate.
+    w.latency_cycles = std::max(w.latency_cycles, chain() * mma_latency_cycles);
     // Shared memory: TMA lands the A tile and the whole B tile (every multicast share). Each
     // 64-row warpgroup MMA reads its rows of the row operand and all of the other one; swapped,
     // the weights are read once into registers and converted there.
@@ -47,6 +54,16 @@ class WgmmaGemm : public GemmProgram {
     }
     // Each warpgroup MMA reads and writes its 64-row block of fp32 accumulators.
     w.rf_bytes += instr * 64.0 * static_cast<double>(mma_cols) * 4.0 * 2.0;
+  }
+
+  double step_cycles(const config::GpuConfig& gpu, int64_t tbm, int64_t tbn, double per_sm, double eff_rate) const override {
+    // The MACs; one warpgroup's chained MMAs (as mma_costs times them); the A and B tiles through
+    // the SM's port (a multicast B tile arrives whole).
+    const double macs = per_sm * static_cast<double>(tbm * tbn * bk) / eff_rate;
+    const double bytes = static_cast<double>(tbm) * static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) +
+                         static_cast<double>(bk * tbn) * b_elem_bytes;
+    const double port = gpu.noc.port_bytes_per_cycle > 0 ? per_sm * bytes / gpu.noc.port_bytes_per_cycle : 0.0;
+    return std::max({macs, chain() * mma_latency_cycles, port});
   }
 
   void choose_tile(const config::GpuConfig& gpu, const trace::Op& op, double eff_rate) override {

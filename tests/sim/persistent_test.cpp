@@ -57,3 +57,39 @@ TEST_CASE("a persistent turn fills its stages as its predecessor frees buffers, 
   CHECK_THAT(three["lowering"]["description"].as<std::string>(), Catch::Contains("3 stages"));
   CHECK(d(four["time_s"]) <= 1.005 * d(three["time_s"]));
 }
+
+// A GEMM CTA's set-up (kernels.gemm.cta_setup) and the chained MMAs of a K step
+// (tensor_core.mma_latency), which set what small GEMMs cost.
+TEST_CASE("a GEMM CTA's set-up overlaps its first loads, and a persistent kernel pays it once per slot, not per tile",
+          "[sim][gemm][persistent]") {
+  // 64^3: one K step. With no set-up the first loads' round trip from HBM is on the path; a
+  // set-up longer than it hides it, so the kernel grows by less than the set-up.
+  const YAML::Node none = gemm(64, 64, 64, false, "bf16", {"kernels.gemm.cta_setup=0 s"});
+  const YAML::Node some = gemm(64, 64, 64, false, "bf16", {"kernels.gemm.cta_setup=2 us"});
+  const double grew = d(some["time_s"]) - d(none["time_s"]);
+  INFO(d(none["time_s"]) * 1e6 << " us without a set-up, " << d(some["time_s"]) * 1e6 << " us with 2 us");
+  CHECK(grew > 1.0e-6);
+  CHECK(grew < 1.9e-6);
+  // 4096 x 32768 x 512 in fp8: 31 tiles per slot. A set-up per tile would add 31 of them.
+  const YAML::Node walk0 = gemm(4096, 32768, 512, true, "fp8", {"kernels.gemm.cta_setup=0 s"});
+  const YAML::Node walk2 = gemm(4096, 32768, 512, true, "fp8", {"kernels.gemm.cta_setup=2 us"});
+  INFO(d(walk0["time_s"]) * 1e6 << " us persistent without a set-up, " << d(walk2["time_s"]) * 1e6 << " us with 2 us");
+  CHECK(d(walk2["time_s"]) - d(walk0["time_s"]) < 2.5e-6);
+  CHECK(d(walk2["time_s"]) > d(walk0["time_s"]));
+}
+
+TEST_CASE("a narrow tile's K steps cost their chained MMAs' latency, not their MACs", "[sim][gemm]") {
+  // 64 x 64 in 64x8 tiles: eight CTAs, each K step four wgmmas of 64x8x16 chained on one
+  // accumulator. From K = 1024 to 4096, 48 steps more: each at least 4 x mma_latency cycles.
+  auto run = [](long k, const std::string& lat) {
+    return gemm(64, 64, k, false, "bf16", {"kernels.gemm.tiles=[64x8]", "kernels.gemm.split_k=false", "tensor_core.mma_latency=" + lat});
+  };
+  const double clock = 1.83e9;  // power.mode fixed_clock: sm.clock
+  for (const std::string lat : {"40 cycles", "80 cycles"}) {
+    const double cycles = lat == "40 cycles" ? 40 : 80;
+    const double slope = (d(run(4096, lat)["time_s"]) - d(run(1024, lat)["time_s"])) / 48;
+    INFO(lat << ": " << slope * 1e9 << " ns per K step");
+    CHECK(slope == Approx(4 * cycles / clock).epsilon(0.1));
+  }
+  CHECK_THAT(run(1024, "40 cycles")["lowering"]["description"].as<std::string>(), Catch::Contains("tile 64x8x64"));
+}
