@@ -69,10 +69,9 @@ class Sm : public sc_core::sc_module {
   double compute(const StepWork& w, KernelRun* k);
   static void wait_until(double t);
   void free_slot(const CtaResources& r);
-  // A persistent kernel's CTA that handed its slot on and is still running: the next CTA of the
-  // same kernel placed here takes it over and waits for it before computing.
-  // A persistent kernel's turn that handed its slot on: how many of its pipeline buffers it has
-  // freed since (one per step computed from the hand-over on), and whether it is done.
+  // A persistent kernel's turn that handed its slot on and is still running: the next turn of
+  // the same kernel placed here takes it over, fills a stage per buffer it has freed since (one
+  // per step computed from the hand-over on) and computes once it is done.
   struct Handover {
     const KernelRun* k = nullptr;
     uint32_t freed = 0;

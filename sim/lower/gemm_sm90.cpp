@@ -17,6 +17,12 @@ class WgmmaGemm : public GemmProgram {
  public:
   // A warpgroup's MMAs in one K step, each taking 32 bytes of K: chained on one accumulator.
   double chain() const { return std::ceil(static_cast<double>(bk * in_bits) / 256.0); }
+  // One pipeline stage of a tbm x tbn tile: its K step of A and of B (the whole B tile, every
+  // multicast share), as it lands in shared memory and crosses the SM's port.
+  double stage_bytes(int64_t tbm, int64_t tbn) const {
+    return static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) * static_cast<double>(tbm) +
+           static_cast<double>(bk * tbn) * b_elem_bytes;
+  }
 
   void mma_costs(StepWork& w) const override {
     // One warpgroup MMA covers 64 rows x the tile's other side x 32 bytes of K. The 64 rows are
@@ -60,9 +66,7 @@ class WgmmaGemm : public GemmProgram {
     // The MACs; one warpgroup's chained MMAs (as mma_costs times them); the A and B tiles through
     // the SM's port (a multicast B tile arrives whole).
     const double macs = per_sm * static_cast<double>(tbm * tbn * bk) / eff_rate;
-    const double bytes = static_cast<double>(tbm) * static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) +
-                         static_cast<double>(bk * tbn) * b_elem_bytes;
-    const double port = gpu.noc.port_bytes_per_cycle > 0 ? per_sm * bytes / gpu.noc.port_bytes_per_cycle : 0.0;
+    const double port = gpu.noc.port_bytes_per_cycle > 0 ? per_sm * stage_bytes(tbm, tbn) / gpu.noc.port_bytes_per_cycle : 0.0;
     return std::max({macs, chain() * mma_latency_cycles, port});
   }
 
@@ -81,16 +85,15 @@ class WgmmaGemm : public GemmProgram {
       tiles = sw;
     }
     for (const auto& [tbm, tbn] : tiles) {
-      const double stage_bytes = static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) * static_cast<double>(tbm) +
-                                 static_cast<double>(bk * tbn) * b_elem_bytes;
+      const double stage = stage_bytes(tbm, tbn);
       // The epilogue in subtiles (gemm-grids.csv: 4 x 48 KiB stages + 16 KiB for a 256x128x64
       // bf16 tile, 4 x 48 KiB + 34 KiB for a 128x256x32 tf32 one).
       const double epilogue_bytes = subtiled_epilogue_bytes(tbm, tbn);
-      const int st = stages_that_fit(gpu, epilogue_bytes, stage_bytes);
+      const int st = stages_that_fit(gpu, epilogue_bytes, stage);
       const int consumers = std::max(1, kl.gemm_threads - kProducerThreads);
       const int regs_per_thread = static_cast<int>(tbm * tbn / consumers) + kBaseRegisters;
       if (st == 0 || regs_per_thread > 255) continue;
-      CtaResources r{kl.gemm_threads, regs_per_thread * kl.gemm_threads, st * stage_bytes + epilogue_bytes};
+      CtaResources r{kl.gemm_threads, regs_per_thread * kl.gemm_threads, st * stage + epilogue_bytes};
       const int cps = occupancy(sm, r);
       if (cps < 1) continue;
       keep_if_best(gpu, op, tbm, tbn, st, r, static_cast<double>(tbn), cps, eff_rate, best);
