@@ -473,7 +473,7 @@ std::vector<std::pair<int64_t, int64_t>> GemmProgram::candidate_tiles(const conf
     char x = 0;
     std::istringstream is(t);
     if (!(is >> bm >> x >> bn) || x != 'x' || bm < 64 || bn < 8 || bm % 64 != 0)
-      throw UserError("kernels.gemm.tiles: '" + t + "' is not a tile MxN with M a multiple of 64 (e.g. 128x256)");
+      throw UserError("kernels.gemm.tiles: '" + t + "' is not a tile MxN with M a multiple of 64 and N at least 8 (e.g. 128x256, 64x8)");
     tiles.emplace_back(bm, bn);
   }
   return tiles;
