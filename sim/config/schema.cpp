@@ -255,7 +255,8 @@ Schema make_gpu_schema() {
             "2:4 structured weight sparsity runs at twice the dense MAC rate")
       .quantity("mma_latency", &TensorCoreParams::mma_latency_cycles, Dim::Cycles, def("32 cycles"),
                 between(0, 1e5), "Latency from MMA issue to result: the pipeline fill at the end of a CTA, and in wgmma "
-                "kernels the least time of a K step, whose MMAs chain on one accumulator (one per 32 bytes of K)")
+                "kernels, with each MMA's MACs at the tensor cores' rate added, the least time of a K step, whose MMAs "
+                "chain on one accumulator (one per 32 bytes of K)")
       .choice("mma_instruction", &TensorCoreParams::mma_instruction, {"hmma884", "hmma1688", "hmma16816"}, def("hmma16816"),
               "The warp MMA instruction of mma.sync kernels (kernels.gemm.mma: mma_sync), at 16-bit inputs: hmma884 "
               "(Volta: a 16x16x4 product over the warp's four quad-pairs in four STEP instructions, 256 MACs each), "

@@ -165,6 +165,11 @@ void GemmProgram::tile_epilogue(uint64_t tile, StepWork& w) const {
   w.stores.push_back({c + c_batch + bytes_of(static_cast<uint64_t>(tm * bm * N + tn * bn), out_bits),
                       static_cast<uint64_t>(rows_m), bytes_of(static_cast<uint64_t>(cols_n), out_bits),
                       bytes_of(static_cast<uint64_t>(N), out_bits)});
+  // fp8: the per-tensor scales, loaded here, after the K loop: the scaling waits a round trip.
+  if (tensor_scales != 0) {
+    w.loads.push_back({tensor_scales, 1, 8, 8});
+    w.instr_mem += 1;
+  }
   // Convert the fp32 accumulators and write them out through shared memory.
   w.fp32_ops += static_cast<double>(bm * bn);
   w.instr_simt += static_cast<double>(bm * bn) / 32.0;
@@ -338,23 +343,45 @@ std::shared_ptr<KernelProgram> make_split_k_reduce(const GemmProgram& p) {
 void GemmProgram::choose_splits(const config::GpuConfig& gpu, double eff_rate) {
   splits = 1;
   if (conv) return;
-  const int cps = std::max(1, occupancy(gpu.sm, resources));
-  const double slots = static_cast<double>(gpu.sm.count) * cps;
-  // More splits than fill one wave, or than leave each split a full pipeline of K steps, do
-  // not pay; kMaxSplits bounds the workspace as libraries do.
-  constexpr int64_t kMaxSplits = 16;
-  const int64_t by_slots = static_cast<int64_t>(slots / static_cast<double>(tiles()));
-  const int64_t by_steps = static_cast<int64_t>(k_steps()) / std::max(1, stages);
-  const int64_t most = std::min({kMaxSplits, by_slots, by_steps});
   const double unsplit = split_estimate_s(gpu, 1, eff_rate);
   double best = unsplit * 0.9;
-  for (int64_t s = 2; s <= most; ++s) {
-    const double est = split_estimate_s(gpu, s, eff_rate);
-    if (est < best) {
-      best = est;
-      splits = s;
+  const TriedTile chosen{bm, bn, stages, resources};
+  TriedTile winner = chosen;
+  // The chosen tile first: another tile wins only by a better estimate.
+  std::vector<TriedTile> order{chosen};
+  if (splits_choose_tile())
+    for (const TriedTile& t : tried)
+      if (t.bm != chosen.bm || t.bn != chosen.bn) order.push_back(t);
+  auto take = [this](const TriedTile& t) {
+    bm = t.bm;
+    bn = t.bn;
+    stages = t.stages;
+    resources = t.resources;
+    tiles_m = static_cast<int64_t>(div_up(static_cast<uint64_t>(M), static_cast<uint64_t>(bm)));
+    tiles_n = static_cast<int64_t>(div_up(static_cast<uint64_t>(N), static_cast<uint64_t>(bn)));
+  };
+  for (const TriedTile& t : order) {
+    take(t);
+    const int cps = std::max(1, occupancy(gpu.sm, resources));
+    const double slots = static_cast<double>(gpu.sm.count) * cps;
+    // More splits than fill one wave, or than leave each split a full pipeline of K steps, do
+    // not pay; kMaxSplits bounds the workspace as libraries do.
+    constexpr int64_t kMaxSplits = 16;
+    const int64_t by_slots = static_cast<int64_t>(slots / static_cast<double>(tiles()));
+    const int64_t by_steps = static_cast<int64_t>(k_steps()) / std::max(1, stages);
+    const int64_t most = std::min({kMaxSplits, by_slots, by_steps});
+    for (int64_t s = 2; s <= most; ++s) {
+      const double est = split_estimate_s(gpu, s, eff_rate);
+      if (est < best) {
+        best = est;
+        splits = s;
+        winner = t;
+      }
     }
   }
+  take(winner);
+  tried.clear();
+  tried.shrink_to_fit();
 }
 
 double GemmProgram::stream_k_estimate_s(const config::GpuConfig& gpu, double eff_rate, int64_t ctas, uint64_t dp,
@@ -446,6 +473,7 @@ double GemmProgram::estimate_s(const config::GpuConfig& gpu, const Op& op, int64
 bool GemmProgram::keep_if_best(const config::GpuConfig& gpu, const Op& op, int64_t tbm, int64_t tbn, int st,
                                const CtaResources& r, double dequant_cols, int cps, double eff_rate, double& best) {
   const double est = estimate_s(gpu, op, tbm, tbn, dequant_cols, cps, eff_rate);
+  tried.push_back({tbm, tbn, st, r});
   if (!(est < best * (1 - 1e-9))) return false;
   best = est;
   bm = tbm;
@@ -661,6 +689,7 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
   // schedulers reach, one lane instruction each per clock (Kepler: 128 of 192 lanes).
   const double eff_rate = (simt ? rate * std::min(1.0, 32.0 * gpu_.sm.sub_partitions / gpu_.sm.fp32_lanes) : rate) *
                           (op.sparse_2_4 ? 2 : 1);
+  p->mma_rate = eff_rate;
   p->choose_tile(gpu_, op, eff_rate);
   if (p->bm == 0)
     throw UserError(op.loc.str() + ": op '" + op.name + "': no tile in kernels.gemm.tiles fits the SM's shared memory and " +
@@ -695,6 +724,8 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
     p->ws = p->reduce_kernel ? alloc(static_cast<double>(p->splits) * static_cast<double>(p->batch) * p->M * p->N * 4.0)
                              : alloc(static_cast<double>(p->tiles()) * static_cast<double>(p->splits - 1) * p->bm * p->bn * 4.0);
   if (p->sk_ctas > 0) p->sk_ws = alloc(static_cast<double>(p->sk_ctas) * p->bm * p->bn * 4.0);
+  const bool fp8 = op.dtype == Dtype::fp8_e4m3 || op.dtype == Dtype::fp8_e5m2;
+  if (fp8 && p->in_bits == 8 && p->b_bits == 8 && p->scale_group == 0 && p->dequant_ops == 0) p->tensor_scales = alloc(8);
   std::string d = p->describe();
   if (p->splits > 1) d += ", split-K " + std::to_string(p->splits) + (p->reduce_kernel ? "" : " (serial reduction)");
   if (p->sk_ctas > 0)

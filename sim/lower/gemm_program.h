@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/sm/kernel_program.h"
 #include "sim/config/chip_config.h"
@@ -35,11 +36,24 @@ class GemmProgram : public KernelProgram {
   // Bytes a weight element takes, 2:4 metadata and block scales included (trace::Op::weight_bits).
   double b_elem_bytes = 2;
   uint64_t a = 0, b = 0, meta = 0, scales = 0, c = 0;
+  // An fp8 GEMM's two per-tensor scales (D = scale_a scale_b AB, as cuBLASLt's fp8 matmul and
+  // torch._scaled_mm take them: device pointers), which the epilogue loads before it scales the
+  // accumulators (0: no per-tensor scales).
+  uint64_t tensor_scales = 0;
   int64_t tiles_m = 0, tiles_n = 0;
+  // Every tile the choice tried, with its stages and resources (choose_splits may weigh them).
+  struct TriedTile {
+    int64_t bm, bn;
+    int stages;
+    CtaResources resources;
+  };
+  std::vector<TriedTile> tried;
   int raster_group = 8;
-  // Issue to result of one MMA (tensor_core.mma_latency): a K step's MMAs, chained on one
-  // accumulator, take at least their count times it (wgmma kernels).
+  // Issue to result of one MMA, less its MACs' time (tensor_core.mma_latency): a K step's MMAs,
+  // chained on one accumulator, take at least their count times it plus their MACs at `mma_rate`
+  // (wgmma kernels).
   double mma_latency_cycles = 0;
+  double mma_rate = 0;  // the tensor cores' MACs per SM clock in this GEMM's format (2:4 included)
   int cluster = 1;  // CTAs along M sharing each B tile (TMA multicast; 2-SM MMA pairs on tcgen05)
   bool conv = false;
   ConvGeometry g;
@@ -109,10 +123,13 @@ class GemmProgram : public KernelProgram {
   // (dp = tiles(): no stream-K); `tensor_s`, if given, receives its SMs' part alone.
   double stream_k_estimate_s(const config::GpuConfig& gpu, double eff_rate, int64_t ctas, uint64_t dp,
                              double* tensor_s = nullptr) const;
-  // After choose_tile: the split count a library heuristic picks for the chosen tile, by an
-  // estimate that also counts the latency of each CTA's K loop and the HBM traffic (what bounds
-  // a skinny GEMM), with the partials' traffic and reduction charged; a split must save at
-  // least a tenth of the unsplit estimate. Sets `splits` (1 where none pays).
+  // After choose_tile: the split count a library heuristic picks, by an estimate that also
+  // counts the latency of each CTA's K loop and the HBM traffic (what bounds a skinny GEMM),
+  // with the partials' traffic and reduction charged; a split must save at least a tenth of the
+  // chosen tile's unsplit estimate. Where the variant says so (splits_choose_tile), the splits
+  // of every tile the choice tried are weighed, and the tile goes with the split that wins, as
+  // cuBLAS's heuristic picks the two together. Sets `splits` (1 where none pays), and the tile
+  // where another's split wins.
   void choose_splits(const config::GpuConfig& gpu, double eff_rate);
   // That estimate for `s` splits of the chosen tile.
   double split_estimate_s(const config::GpuConfig& gpu, int64_t s, double eff_rate) const;
@@ -126,6 +143,10 @@ class GemmProgram : public KernelProgram {
   // Architecture hooks.
   // Whether the MMAs run on tensor cores (the SIMT variant runs them as lane instructions).
   virtual bool on_tensor_cores() const { return true; }
+  // Whether choose_splits weighs the splits of every tile the choice tried, not only the chosen
+  // one's (Hopper's cuBLAS runs skinny GEMMs in narrow tiles split over K where a wider tile
+  // alone would run unsplit: h100-sxm-2026-11-24/skinny.csv's kernel names).
+  virtual bool splits_choose_tile() const { return false; }
   // Whether the operand tiles arrive by bulk copies (TMA: one instruction per tile); otherwise
   // mma_costs counts the copy instructions.
   virtual bool bulk_copies() const { return on_tensor_cores(); }

@@ -17,12 +17,23 @@ class WgmmaGemm : public GemmProgram {
  public:
   // A warpgroup's MMAs in one K step, each taking 32 bytes of K: chained on one accumulator.
   double chain() const { return std::ceil(static_cast<double>(bk * in_bits) / 256.0); }
+  // The chain's least time: each MMA's latency, its fill (tensor_core.mma_latency) and its MACs
+  // (64 rows x `cols` x 32 bytes of K) at the tensor cores' rate, so that a wide MMA outlasts a
+  // narrow one. Two consumer warpgroups run their chains side by side; the MAC bound covers
+  // their sharing of the tensor cores.
+  double chain_cycles(int64_t cols) const {
+    const double k = 256.0 / static_cast<double>(in_bits);
+    const double macs = mma_rate > 0 ? 64.0 * static_cast<double>(cols) * k / mma_rate : 0.0;
+    return chain() * (mma_latency_cycles + macs);
+  }
   // One pipeline stage of a tbm x tbn tile: its K step of A and of B (the whole B tile, every
   // multicast share), as it lands in shared memory and crosses the SM's port.
   double stage_bytes(int64_t tbm, int64_t tbn) const {
     return static_cast<double>(bytes_of(static_cast<uint64_t>(bk), in_bits)) * static_cast<double>(tbm) +
            static_cast<double>(bk * tbn) * b_elem_bytes;
   }
+
+  bool splits_choose_tile() const override { return true; }
 
   void mma_costs(StepWork& w) const override {
     // One warpgroup MMA covers 64 rows x the tile's other side x 32 bytes of K. The 64 rows are
@@ -33,9 +44,9 @@ class WgmmaGemm : public GemmProgram {
     const double instr = static_cast<double>(mma_rows / 64) * chain();
     w.instr_mma += instr;
     // A warpgroup's MMAs of one K step accumulate into the same registers, each after the last:
-    // the step lasts at least the chain's latency, whatever the tile's width. A narrow tile's
-    // MMAs are short, so its K loop runs at this bound, not at the tensor cores' rate.
-    w.latency_cycles = std::max(w.latency_cycles, chain() * mma_latency_cycles);
+    // the step lasts at least the chain's latency. A narrow tile's MMAs are short, so its K loop
+    // runs at this bound, not at the tensor cores' rate.
+    w.latency_cycles = std::max(w.latency_cycles, chain_cycles(mma_cols));
     // Shared memory: TMA lands the A tile and the whole B tile (every multicast share). Each
     // 64-row warpgroup MMA reads its rows of the row operand and all of the other one; swapped,
     // the weights are read once into registers and converted there.
@@ -67,7 +78,7 @@ class WgmmaGemm : public GemmProgram {
     // the SM's port (a multicast B tile arrives whole).
     const double macs = per_sm * static_cast<double>(tbm * tbn * bk) / eff_rate;
     const double port = gpu.noc.port_bytes_per_cycle > 0 ? per_sm * stage_bytes(tbm, tbn) / gpu.noc.port_bytes_per_cycle : 0.0;
-    return std::max({macs, chain() * mma_latency_cycles, port});
+    return std::max({macs, chain_cycles(swap() ? tbm : tbn), port});
   }
 
   void choose_tile(const config::GpuConfig& gpu, const trace::Op& op, double eff_rate) override {

@@ -65,7 +65,10 @@ Traffic traffic(const KernelProgram& p) {
 }  // namespace
 
 TEST_CASE("split-K: the same MACs as the unsplit kernel, partials written once and read back once", "[sim][serving]") {
-  const auto off = config::load_config(kH100, {"kernels.gemm.split_k=false"});
+  // One tile in the menu, so that the split kernel and the unsplit one share it (Hopper's split
+  // choice may otherwise take another tile with its split: GemmProgram::choose_splits).
+  const std::string tile = "kernels.gemm.tiles=[64x32]";
+  const auto off = config::load_config(kH100, {"kernels.gemm.split_k=false", tile});
   lower::Lowering loff(off.chip.gpu);
   const trace::Op op = gemm_op(1, 1280, 8192);  // Llama-2-70B TP=8 QKV at batch 1: 40 tiles of 64 x 32 on 132 SMs
   const auto whole = std::dynamic_pointer_cast<const lower::GemmProgram>(loff.lower(op).program);
@@ -74,7 +77,8 @@ TEST_CASE("split-K: the same MACs as the unsplit kernel, partials written once a
   const Traffic w = traffic(*whole);
   const double out = 1 * 1280 * 2, partial = 1 * 1280 * 4;  // the bf16 output; one fp32 copy of it
   // The op lowered with split-K under these overrides, and its split kernel.
-  auto lowered = [&](const std::vector<std::string>& overrides, std::shared_ptr<const lower::GemmProgram>& split) {
+  auto lowered = [&](std::vector<std::string> overrides, std::shared_ptr<const lower::GemmProgram>& split) {
+    overrides.push_back(tile);
     const auto on = config::load_config(kH100, overrides);
     lower::LoweredOp lo = lower::Lowering(on.chip.gpu).lower(op);
     split = std::dynamic_pointer_cast<const lower::GemmProgram>(lo.program);

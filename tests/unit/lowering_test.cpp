@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <set>
 
 #include "helpers.h"
@@ -116,7 +117,8 @@ TEST_CASE("GEMM clusters fetch each shared B tile once between them", "[lowering
 }
 
 TEST_CASE("weight-only GEMMs load narrow weights and their scales, and convert them once per tile", "[lowering]") {
-  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"));
+  // Unsplit, so that the loads are the tile walk's alone (a split's partials are split-K's tests').
+  const auto cfg = config::load_config(source_path("configs/h100-sxm.yaml"), {"kernels.gemm.split_k=false"});
   lower::Lowering l(cfg.chip.gpu);
   const int64_t M = 16, N = 4096, K = 4096;
   trace::Op w4 = gemm(M, N, K);
@@ -126,13 +128,22 @@ TEST_CASE("weight-only GEMMs load narrow weights and their scales, and convert t
   // The tokens are the narrow side of the swapped MMA: a 16-row batch is not padded to 64.
   CHECK(t.macs <= 1.01 * static_cast<double>(M * N * K));
   CHECK(dense.macs >= 3.9 * static_cast<double>(M * N * K));
-  // One tile of tokens: every weight is loaded once, and every block scale.
-  const double weights = static_cast<double>(N * K) / 2, scales = static_cast<double>(N * K / 128 * 2);
-  const double tokens = static_cast<double>(M * K * 2) * static_cast<double>(lo.program->num_ctas());  // A per CTA
+  // Each tile of tokens (the tile's first figure, "tile 8x64x256": the swapped MMA's narrow
+  // side) converts each weight once; the token tiles of a cluster ("cluster 2x1") share each
+  // weight tile's load by multicast, so every weight and block scale is loaded once a cluster.
+  const std::string desc = lo.program->description;
+  const int64_t tok = std::stoll(desc.substr(desc.find("tile ") + 5));
+  const auto at = desc.find("cluster ");
+  const int64_t cluster = at == std::string::npos ? 1 : std::stoll(desc.substr(at + 8));
+  REQUIRE(tok <= M);
+  const double token_tiles = static_cast<double>((M + tok - 1) / tok);
+  const double loads = std::ceil(token_tiles / static_cast<double>(cluster));
+  const double weights = static_cast<double>(N * K) / 2 * loads, scales = static_cast<double>(N * K / 128 * 2) * loads;
+  const double tokens = static_cast<double>(tok * K * 2) * static_cast<double>(lo.program->num_ctas());  // A per CTA
   CHECK(t.load_bytes == Approx(weights + scales + tokens));
   CHECK(t.store_bytes == dense.store_bytes);
-  // Each weight is converted once, at the configured cost, besides the epilogue's one op per output.
-  CHECK(t.simt_ops == Approx(static_cast<double>(N * K) * cfg.chip.gpu.kernels.gemm_dequant_ops + static_cast<double>(M * N)));
+  // At the configured cost per conversion, besides the epilogue's one op per output.
+  CHECK(t.simt_ops == Approx(static_cast<double>(N * K) * cfg.chip.gpu.kernels.gemm_dequant_ops * token_tiles + static_cast<double>(M * N)));
   CHECK(dense.simt_ops < t.simt_ops / 50);
   CHECK_THAT(lo.program->description, Catch::Contains("int4 weights converted to bf16"));
 
