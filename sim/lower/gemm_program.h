@@ -3,7 +3,8 @@
 // operands in memory, the tile walk, the epilogue), with hooks for what a tensor-core generation
 // does its own way: which part of the shared operand a CTA fetches, what its MMAs cost, which
 // tiles it can run and how its CTAs are scheduled. gemm.cpp holds the shared part and picks the
-// variant (kernels.gemm.mma); gemm_sm90.cpp (warpgroup MMA) and gemm_sm100.cpp (tcgen05) are the
+// variant (kernels.gemm.mma), gemm_schedule.cpp split-K, stream-K and persistent kernels;
+// gemm_sm90.cpp (warpgroup MMA) and gemm_sm100.cpp (tcgen05) are the
 // variants, gemm_simt.cpp the kernels of chips without tensor cores for the format (FFMA, HFMA2
 // or DP4A on the lanes), and a new architecture adds a file beside them.
 #include <cstdint>
@@ -206,6 +207,10 @@ class GemmProgram : public KernelProgram {
   // Candidate tiles of kernels.gemm.tiles (errors name the key).
   static std::vector<std::pair<int64_t, int64_t>> candidate_tiles(const config::GpuConfig& gpu);
 };
+
+// An unloaded load that misses the L2: the SM's L1, the L2's hit latency, then the memory
+// controller and a closed bank's activate and read (the split and stream-K estimates).
+double idle_load_latency_s(const config::GpuConfig& gpu);
 
 // The variants (gemm_sm90.cpp, gemm_sm100.cpp, gemm_mma_sync.cpp, gemm_simt.cpp).
 // Split-K's second kernel for `p` (reduce_kernel): CTAs of 256 threads, each adding the
