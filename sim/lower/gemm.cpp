@@ -28,6 +28,11 @@ double tensor_macs_per_clock(const config::GpuConfig& gpu, Dtype dt) {
 }
 }  // namespace
 
+void GemmProgram::count_tiles() {
+  tiles_m = static_cast<int64_t>(div_up(static_cast<uint64_t>(M), static_cast<uint64_t>(bm)));
+  tiles_n = static_cast<int64_t>(div_up(static_cast<uint64_t>(N), static_cast<uint64_t>(bn)));
+}
+
 uint64_t GemmProgram::k_steps() const { return div_up(static_cast<uint64_t>(K), static_cast<uint64_t>(bk)); }
 
 void GemmProgram::tile_of(uint64_t tile, int64_t& bi, int64_t& tm, int64_t& tn) const {
@@ -267,7 +272,7 @@ double GemmProgram::estimate_s(const config::GpuConfig& gpu, const Op& op, int64
 bool GemmProgram::keep_if_best(const config::GpuConfig& gpu, const Op& op, int64_t tbm, int64_t tbn, int st,
                                const CtaResources& r, double dequant_cols, int cps, double eff_rate, double& best) {
   const double est = estimate_s(gpu, op, tbm, tbn, dequant_cols, cps, eff_rate);
-  tried.push_back({tbm, tbn, st, r});
+  if (splits_choose_tile()) tried.push_back({tbm, tbn, st, r});
   if (!(est < best * (1 - 1e-9))) return false;
   best = est;
   bm = tbm;
@@ -430,6 +435,7 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
 
   const bool tcgen05 = !simt && kl.gemm_mma == "tcgen05";
   const bool mma_sync = !simt && kl.gemm_mma == "mma_sync";
+  const bool fp8_math = op.dtype == Dtype::fp8_e4m3 || op.dtype == Dtype::fp8_e5m2;
   std::shared_ptr<GemmProgram> p = simt_conv ? make_simt_conv_gemm()
                                    : simt      ? make_simt_gemm()
                                    : tcgen05   ? make_tcgen05_gemm()
@@ -448,7 +454,6 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
     // block-scaled fp4 MMA), and tcgen05's f8f6f4 MMAs take fp4 weights beside fp8 activations
     // at the fp8 rate, with MX (E8M0 per 32) block scales or none; NVFP4's E4M3 scales per 16
     // need both operands in fp4 (the mxf4nvf4 kind). Anything else is converted first.
-    const bool fp8_math = op.dtype == Dtype::fp8_e4m3 || op.dtype == Dtype::fp8_e5m2;
     const bool native = op.weight_dtype == op.dtype ||
                         (tcgen05 && fp8_math && op.weight_dtype == Dtype::fp4 && op.weight_format != "nvfp4");
     p->dequant_ops = native ? 0 : kl.gemm_dequant_ops;
@@ -488,8 +493,7 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
   if (p->bm == 0)
     throw UserError(op.loc.str() + ": op '" + op.name + "': no tile in kernels.gemm.tiles fits the SM's shared memory and " +
                     (tcgen05 ? "tensor memory" : "registers"));
-  p->tiles_m = static_cast<int64_t>(div_up(static_cast<uint64_t>(p->M), static_cast<uint64_t>(p->bm)));
-  p->tiles_n = static_cast<int64_t>(div_up(static_cast<uint64_t>(p->N), static_cast<uint64_t>(p->bn)));
+  p->count_tiles();
   // Split-K where a skinny GEMM leaves SMs idle (one CTA per tile; tcgen05's persistent CTAs
   // balance their own work).
   p->reduce_kernel = kl.gemm_split_k_reduction == "kernel";
@@ -518,8 +522,7 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
     p->ws = p->reduce_kernel ? alloc(static_cast<double>(p->splits) * static_cast<double>(p->batch) * p->M * p->N * 4.0)
                              : alloc(static_cast<double>(p->tiles()) * static_cast<double>(p->splits - 1) * p->bm * p->bn * 4.0);
   if (p->sk_ctas > 0) p->sk_ws = alloc(static_cast<double>(p->sk_ctas) * p->bm * p->bn * 4.0);
-  const bool fp8 = op.dtype == Dtype::fp8_e4m3 || op.dtype == Dtype::fp8_e5m2;
-  if (fp8 && p->in_bits == 8 && p->b_bits == 8 && p->scale_group == 0 && p->dequant_ops == 0) p->tensor_scales = alloc(8);
+  if (fp8_math && p->b_bits == 8 && p->scale_group == 0 && p->dequant_ops == 0) p->tensor_scales = alloc(8);
   std::string d = p->describe();
   if (p->splits > 1) d += ", split-K " + std::to_string(p->splits) + (p->reduce_kernel ? "" : " (serial reduction)");
   if (p->sk_ctas > 0)

@@ -41,8 +41,9 @@ class GemmProgram : public KernelProgram {
   // torch._scaled_mm take them: device pointers), which the epilogue loads before it scales the
   // accumulators (0: no per-tensor scales).
   uint64_t tensor_scales = 0;
-  int64_t tiles_m = 0, tiles_n = 0;
-  // Every tile the choice tried, with its stages and resources (choose_splits may weigh them).
+  int64_t tiles_m = 0, tiles_n = 0;  // set from M, N, bm and bn by count_tiles
+  // Every tile the choice tried, with its stages and resources, where splits_choose_tile() says
+  // choose_splits weighs them (empty otherwise).
   struct TriedTile {
     int64_t bm, bn;
     int stages;
@@ -62,6 +63,8 @@ class GemmProgram : public KernelProgram {
   // Weight-only with conversion: the weights are the MMA's 64-row operand (see sm90's costs).
   bool swap() const { return dequant_ops > 0; }
   uint64_t tiles() const { return static_cast<uint64_t>(batch * tiles_m * tiles_n); }
+  // tiles_m and tiles_n for the tile bm x bn (after the tile choice, and when choose_splits takes another).
+  void count_tiles();
   uint64_t k_steps() const;
 
   // Split-K (as cuBLAS and CUTLASS run skinny GEMMs): each output tile's K steps are cut into

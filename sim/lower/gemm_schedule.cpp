@@ -117,16 +117,14 @@ void GemmProgram::choose_splits(const config::GpuConfig& gpu, double eff_rate) {
   TriedTile winner = chosen;
   // The chosen tile first: another tile wins only by a better estimate.
   std::vector<TriedTile> order{chosen};
-  if (splits_choose_tile())
-    for (const TriedTile& t : tried)
-      if (t.bm != chosen.bm || t.bn != chosen.bn) order.push_back(t);
+  for (const TriedTile& t : tried)  // empty unless splits_choose_tile()
+    if (t.bm != chosen.bm || t.bn != chosen.bn) order.push_back(t);
   auto take = [this](const TriedTile& t) {
     bm = t.bm;
     bn = t.bn;
     stages = t.stages;
     resources = t.resources;
-    tiles_m = static_cast<int64_t>(div_up(static_cast<uint64_t>(M), static_cast<uint64_t>(bm)));
-    tiles_n = static_cast<int64_t>(div_up(static_cast<uint64_t>(N), static_cast<uint64_t>(bn)));
+    count_tiles();
   };
   for (const TriedTile& t : order) {
     take(t);
