@@ -1,23 +1,31 @@
 #!/usr/bin/env python3
 """Fits the H100 energy table to measured power, and checks the fit on figures held out of it.
 
-The fit (docs/energy-model.md, "The fitted H100 table"): two factors, from two of the three
+The fit (docs/energy-model.md, "The fitted H100 table"): three factors, from two of the three
 sustained 8192^3 GEMMs of docs/validation/measured/h100-sxm-2026-11-22/gemm-power.csv (board
-power at the SM clock the card ran):
+power at the SM clock the card ran) and the 8192^3 fp32 GEMM of gemm.csv (SGEMM on the lanes):
 
   k   scales every on-chip dynamic action of the 4N priors (configs/energy/tsmc-4n.yaml): math,
-      instruction overhead, on-chip memories and network (fitted on bf16 and fp8 together);
-  Y   the energy of one fp8 tensor-core MAC (the priors' "half of fp16" is an assumption).
+      instruction overhead, on-chip memories and network, but the SIMT lanes' instructions;
+  Y   the energy of one fp8 tensor-core MAC (the priors' "half of fp16" is an assumption);
+  z   scales the overhead of one SIMT lane instruction (instruction.simt: the priors' 30 pJ at
+      45 nm is Dally's per-instruction figure; k, fitted on tensor-core GEMMs, priced an SGEMM
+      at 1330 W at 1.83 GHz).
 
 Each point is simulated at a fixed clock (the measured one) on the priors, so that its action
 counts are known; the chip's power at that clock is then
 
-  P = idle_floor + leakage(V) + rho x (k x A + Y x fp8 MACs/s + DRAM)
+  P = idle_floor + leakage(V) + rho x (k x A + z x SIMT + Y x fp8 MACs/s + DRAM)
 
-with V from the config's power.vf_curve and rho the measured over the simulated throughput. Two
-equations, two unknowns. The third point, int8, is held out and predicted: its kernel
+with V from the config's power.vf_curve and rho the measured over the simulated throughput. The
+SGEMM's clock and power were not measured: it ran at 78% of the lanes' peak at the card's 1980
+MHz maximum, where cuBLAS's SGEMMs reach 90-95% on earlier cards and the simulator's 87%, so
+the card held it below its maximum clock, at its power limit. Its point is taken at the clock
+where the simulated SGEMM gives the measured throughput, and at the config's power.limit; the
+other sizes' fp32 throughput (and the H200's) is held out in --check. Three equations, three
+unknowns. The int8 point is held out and predicted: its kernel
 (torch._int_mm) does half the work per cycle of the one the simulator runs, so rho is 0.53 there.
-A per-cycle energy of clocking an active SM (sm.active_cycle) would be a third factor; only the
+A per-cycle energy of clocking an active SM (sm.active_cycle) would be a fourth factor; only the
 int8 point could set it, and that point measures a different kernel, so it stays out of the fit
 (the miss on int8 is reported instead). The idle floor comes from the idle board power
 (power.idle_floor in the config).
@@ -51,6 +59,8 @@ CONFIG = os.path.join(ROOT, "configs/h100-sxm.yaml")
 IDLE_W = 121.0  # README of the measurements: 118-124 W idle at P0
 ON_CHIP_CLASSES = ("math", "instruction_overhead", "onchip_memory", "interconnect")
 FIT_ON = ("bf16", "fp8")
+SGEMM = 8192  # the fp32 GEMM of gemm.csv the fit uses (the other sizes are held out)
+SIMT_FP32 = "tensor_core.macs_per_clock.tf32=0"  # fp32 on the lanes, as torch runs it without TF32
 OFF_CORE = ("dram.access", "dram.activate", "dram.refresh", "nvlink.transfer")
 
 
@@ -94,8 +104,8 @@ def gemm_trace(folder, dtype, size, reps=1):
     return path
 
 
-def run(xpusim, trace, out, sets, config=CONFIG):
-    cmd = [xpusim, "run", "-q", "--fidelity", "exact", "--config", config, "--trace", trace, "--out", out]
+def run(xpusim, trace, out, sets, config=CONFIG, fidelity="exact"):
+    cmd = [xpusim, "run", "-q", "--fidelity", fidelity, "--config", config, "--trace", trace, "--out", out]
     for s in sets:
         cmd += ["--set", s]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -105,11 +115,22 @@ def run(xpusim, trace, out, sets, config=CONFIG):
         return json.load(f)
 
 
-def solve2(a, b):
-    det = a[0][0] * a[1][1] - a[0][1] * a[1][0]
-    if abs(det) < 1e-12 * max(abs(x) for row in a for x in row):
-        die("the fit's equations are degenerate")
-    return [(b[0] * a[1][1] - a[0][1] * b[1]) / det, (a[0][0] * b[1] - b[0] * a[1][0]) / det]
+def solve(a, b):
+    """Gaussian elimination with partial pivoting (a small square system)."""
+    n = len(b)
+    # Columns scaled to unit size first: the unknowns differ by many orders of magnitude.
+    col = [max(abs(row[c]) for row in a) or 1.0 for c in range(n)]
+    m = [[x / col[c] for c, x in enumerate(row)] + [rhs] for row, rhs in zip(a, b)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        if abs(m[p][c]) < 1e-9:
+            die("the fit's equations are degenerate")
+        m[c], m[p] = m[p], m[c]
+        for r in range(n):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
+    return [m[i][n] / m[i][i] / col[i] for i in range(n)]
 
 
 def fit(args, cfg, tmp):
@@ -118,13 +139,26 @@ def fit(args, cfg, tmp):
     vn = unit_value(vn, [("V", 1.0)])
     floor = unit_value(cfg["power"]["idle_floor"], [("W", 1.0)])
     rows = list(csv.DictReader(open(os.path.join(MEASURED, "gemm-power.csv"))))
+    clock = unit_value(cfg["sm"]["clock"], [("GHz", 1e9), ("MHz", 1e6)])
+    limit = unit_value(cfg["power"]["limit"], [("W", 1.0)])
+    sgemm = [r for r in csv.DictReader(open(os.path.join(MEASURED, "gemm.csv")))
+             if r["dtype"] == "fp32" and int(r["m"]) == SGEMM]
+    if len(sgemm) != 1:
+        die(f"gemm.csv must hold the fp32 {SGEMM}^3 GEMM the fit uses")
+    # The SGEMM's clock: where the simulated SGEMM gives the measured throughput (a fast probe at
+    # the config's clock, scaled; the exact run below corrects the rest through rho).
+    probe_sets = ["power.mode=fixed_clock", f"energy.table={PRIORS}", "power.idle_floor=0 W", SIMT_FP32]
+    probe = run(args.xpusim, gemm_trace(tmp, "fp32", SGEMM), os.path.join(tmp, "probe-fp32"), probe_sets, fidelity="fast")
+    sgemm_hz = clock * float(sgemm[0]["tflops_best"]) / probe["total"]["tflops"]
+    rows.append({"dtype": "fp32", "size": str(SGEMM), "avg_sm_clock_mhz": str(sgemm_hz / 1e6),
+                 "tflops": sgemm[0]["tflops_best"], "avg_power_w": str(limit)})
     jobs = []
     for r in rows:
         hz = float(r["avg_sm_clock_mhz"]) * 1e6
         v = voltage(curve, hz)
         trace = gemm_trace(tmp, r["dtype"], int(r["size"]))
         sets = ["power.mode=fixed_clock", f"sm.clock={hz / 1e9:.6f} GHz", f"energy.voltage={v:.6f} V",
-                f"energy.table={PRIORS}", "power.idle_floor=0 W"]
+                f"energy.table={PRIORS}", "power.idle_floor=0 W"] + ([SIMT_FP32] if r["dtype"] == "fp32" else [])
         jobs.append((r, hz, v, trace, os.path.join(tmp, "fit-" + r["dtype"]), sets))
     with ThreadPoolExecutor(max_workers=args.jobs) as ex:
         reports = list(ex.map(lambda j: run(args.xpusim, j[3], j[4], j[5]), jobs))
@@ -137,43 +171,59 @@ def fit(args, cfg, tmp):
         acts = e["actions"]
         rho = float(r["tflops"]) / t["tflops"]
         fp8_j = acts.get("mac.tensor.fp8", 0.0)
-        onchip = sum(e["classes"][c] for c in ON_CHIP_CLASSES) - fp8_j \
+        simt_j = acts.get("instruction.simt", 0.0)
+        onchip = sum(e["classes"][c] for c in ON_CHIP_CLASSES) - fp8_j - simt_j \
             - acts.get("nvlink.transfer", 0.0)
         offcore = sum(acts.get(x, 0.0) for x in OFF_CORE)
         fp8_macs = rep["stats"].get("gpu.sm.tensor_core.macs.fp8_e4m3", {}).get("value", 0.0)
         static = e["static_j"] / secs
         measured = float(r["avg_power_w"])
-        # measured = floor + static + rho (k onchip + offcore) + Y s rho fp8/s
-        a.append([rho * onchip / secs, s * rho * fp8_macs / secs])
+        # measured = floor + static + rho (k onchip + z simt + offcore) + Y s rho fp8/s
+        a.append([rho * onchip / secs, s * rho * fp8_macs / secs, rho * simt_j / secs])
         b.append(measured - floor - static - rho * offcore / secs)
         points.append(dict(dtype=r["dtype"], hz=hz, v=v, rho=rho, measured=measured, sim_tflops=t["tflops"],
-                           static=static, offcore=rho * offcore / secs, fitted=r["dtype"] in FIT_ON))
+                           static=static, offcore=rho * offcore / secs, fitted=r["dtype"] in FIT_ON + ("fp32",)))
     fit_rows = [i for i, p in enumerate(points) if p["fitted"]]
-    if len(fit_rows) != 2:
+    if len(fit_rows) != 3:
         die("gemm-power.csv must hold the bf16 and fp8 points the fit uses")
-    k, y = solve2([a[i] for i in fit_rows], [b[i] for i in fit_rows])
-    if min(k, y) <= 0:
-        die(f"the fit gave a non-physical factor (k {k:.3g}, Y {y * 1e12:.3g} pJ)")
-    print(f"fit on {' and '.join(FIT_ON)} 8192^3, sustained (gemm-power.csv); the rest predicted:")
+    k, y, z = solve([a[i] for i in fit_rows], [b[i] for i in fit_rows])
+    if min(k, y, z) <= 0:
+        die(f"the fit gave a non-physical factor (k {k:.3g}, Y {y * 1e12:.3g} pJ, z {z:.3g})")
+    print(f"fit on {' and '.join(FIT_ON)} 8192^3, sustained (gemm-power.csv), and fp32 {SGEMM}^3 on the lanes at "
+          f"{limit:.0f} W (gemm.csv); the rest predicted:")
     print(f"  k (on-chip dynamic actions x) = {k:.3f}")
     print(f"  Y (mac.tensor.fp8)             = {y * 1e12:.4f} pJ per MAC at {vn} V")
+    print(f"  z (instruction.simt x)         = {z:.3f}")
     print("| point | clock | V | throughput measured / simulated | floor + leakage | DRAM | on-chip actions | power modelled | measured | error | |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for p, row, rhs in zip(points, a, b):
-        onchip = k * row[0] + y * row[1]
+        onchip = k * row[0] + y * row[1] + z * row[2]
         model = p["measured"] - rhs + onchip
-        print(f"| {p['dtype']} | {p['hz'] / 1e6:.0f} MHz | {p['v']:.3f} | {p['rho']:.2f} | {floor + p['static']:.0f} W | "
-              f"{p['offcore']:.0f} W | {onchip:.0f} W | {model:.0f} W | {p['measured']:.0f} W | "
+        clock_note = " (from its throughput)" if p["dtype"] == "fp32" else ""
+        print(f"| {p['dtype']} | {p['hz'] / 1e6:.0f} MHz{clock_note} | {p['v']:.3f} | {p['rho']:.2f} | {floor + p['static']:.0f} W | "
+              f"{p['offcore']:.0f} W | {onchip:.0f} W | {model:.0f} W | {p['measured']:.0f} W{' (the limit)' if p['dtype'] == 'fp32' else ''} | "
               f"{100 * (model / p['measured'] - 1):+.0f}% | {'fitted' if p['fitted'] else 'held out'} |")
-    return k, y
+    return k, y, z
 
 
-def write_table(k, y):
-    text = f"""# TSMC 4N as measured on an H100 SXM: the 4N priors (tsmc-4n.yaml) with two factors fitted
-# by scripts/fit-power.py to this project's sustained-GEMM power measurements
+def prior_simt_pj():
+    """The priors' instruction.simt at their nominal voltage: the base table's, times the 4N
+    table's dynamic_scale (what z multiplies)."""
+    priors = yaml.safe_load(open(PRIORS))
+    base = yaml.safe_load(open(os.path.join(os.path.dirname(PRIORS), priors["base"])))
+    own = priors.get("actions", {}).get("instruction.simt")
+    if own is not None:
+        return unit_value(own, [("pJ", 1.0)])
+    return unit_value(base["actions"]["instruction.simt"], [("pJ", 1.0)]) * float(priors["dynamic_scale"])
+
+
+def write_table(k, y, z):
+    text = f"""# TSMC 4N as measured on an H100 SXM: the 4N priors (tsmc-4n.yaml) with three factors fitted
+# by scripts/fit-power.py to this project's sustained-GEMM measurements
 # (docs/validation/measured/h100-sxm-2026-11-22/gemm-power.csv: bf16 and fp8 8192^3 at 682 and
-# 699 W, 1383 and 1263 MHz; int8 is held out) at the voltages configs/h100-sxm.yaml's
-# power.vf_curve gives.
+# 699 W, 1383 and 1263 MHz; int8 is held out; gemm.csv: fp32 8192^3 on the lanes at 52.0
+# TFLOP/s, taken at the 700 W limit and at the clock that gives that throughput; its other
+# sizes are held out) at the voltages configs/h100-sxm.yaml's power.vf_curve gives.
 # Fitted, not predicted: docs/validation.md keeps these points apart from the held-out ones.
 # Regenerate with `scripts/fit-power.py --write` after changing the priors, the curve or the
 # kernels the GEMMs lower to.
@@ -187,6 +237,7 @@ class_scale:                  # fitted: k, one factor on every on-chip dynamic a
 data_dependent_share: 0.5     # assumption: half of math and on-chip data-movement energy is operand switching (zeros save it); not fitted
 actions:
   mac.tensor.fp8: {y * 1e12:.4f} pJ  # fitted: Y (the priors' half-of-fp16 was an assumption)
+  instruction.simt: {z * prior_simt_pj():.4f} pJ  # fitted: z = {z:.4f} x the priors' {prior_simt_pj():g} pJ (k would price it at {k * prior_simt_pj():.1f}; tsmc-7nm-a100.yaml and tsmc-12nm-t4.yaml carry z)
   nvlink.transfer: 2 pJ/bit   # as the priors (off-chip links are not in the fit's class factor)
 """
     with open(FITTED, "w") as f:
@@ -205,10 +256,17 @@ def check(args, tmp):
     rows = list(csv.DictReader(open(os.path.join(folder, "gemm.csv"))))
     measured = {(r["dtype"], int(r["m"])): (float(r["tflops_best"]), int(r["reps_per_graph"])) for r in rows}
     fitted = {"bf16", "fp8", "int8"} if own else set()
+    # fp32 on the lanes (SGEMM, as torch runs it without TF32), three calls at most: a sustained
+    # run of them is the card's steady state, and the lanes simulate slowly.
     cases = [(d, n) for d in ("bf16", "fp16", "fp8", "tf32") for n in (1024, 2048, 4096, 8192)]
-    jobs = [(d, n, gemm_trace(tmp, d, n, measured[(d, n)][1]), os.path.join(tmp, f"chk-{d}-{n}")) for d, n in cases]
+    cases += [("fp32", n) for n in (2048, 4096, 8192)]
+
+    def calls(d, n):
+        return min(3, measured[(d, n)][1]) if d == "fp32" else measured[(d, n)][1]
+    jobs = [(d, n, gemm_trace(tmp, d, n, calls(d, n)), os.path.join(tmp, f"chk-{d}-{n}")) for d, n in cases]
     with ThreadPoolExecutor(max_workers=args.jobs) as ex:
-        reps = list(ex.map(lambda j: run(args.xpusim, j[2], j[3], ["power.start=sustained"], config), jobs))
+        reps = list(ex.map(lambda j: run(args.xpusim, j[2], j[3],
+                                         ["power.start=sustained"] + ([SIMT_FP32] if j[0] == "fp32" else []), config), jobs))
     sustained = sorted(f for f in os.listdir(folder) if f.startswith("gemm-power") and f.endswith(".csv"))
     if not own and sustained:
         # Another card: its sustained GEMMs were fitted to nothing, so they are held out too
@@ -239,7 +297,10 @@ def check(args, tmp):
         got, want = total["tflops"], measured[(d, n)][0]
         pw = total.get("power", {})
         tag = "power fitted at 8192 (throughput predicted)" if (d in fitted and n == 8192) else "held out"
-        print(f"| {d} {n}^3 (x{measured[(d, n)][1]}) | {want:.0f} | {got:.0f} | {100 * (got / want - 1):+.0f}% | "
+        if d == "fp32" and own and n == SGEMM:
+            tag = "fitted (z: its throughput at the limit)"
+        name = f"{d} (lanes)" if d == "fp32" else d
+        print(f"| {name} {n}^3 (x{calls(d, n)}) | {want:.0f} | {got:.0f} | {100 * (got / want - 1):+.0f}% | "
               f"{pw.get('sm_clock_hz', 0) / 1e6:.0f} MHz | {pw.get('chip_power_w', 0):.0f} W | {tag} |")
 
 
@@ -267,16 +328,17 @@ def main():
         if args.check:
             check(args, tmp)
             return
-        k, y = fit(args, cfg, tmp)
+        k, y, z = fit(args, cfg, tmp)
         if args.write:
-            write_table(k, y)
+            write_table(k, y, z)
         if args.verify:
             shipped = yaml.safe_load(open(FITTED))
             k0 = float(shipped["class_scale"]["math"])
             y0 = unit_value(shipped["actions"]["mac.tensor.fp8"], [("pJ", 1e-12)])
-            if abs(k / k0 - 1) > 0.005 or abs(y / y0 - 1) > 0.005:
-                die(f"{os.path.relpath(FITTED, ROOT)} holds k {k0:g} and Y {y0 * 1e12:g} pJ, the fit gives "
-                    f"{k:.4f} and {y * 1e12:.4f} pJ: a model change moved the fit; rerun with --write and say why")
+            z0 = unit_value(shipped["actions"].get("instruction.simt", "0 pJ"), [("pJ", 1.0)]) / prior_simt_pj()
+            if abs(k / k0 - 1) > 0.005 or abs(y / y0 - 1) > 0.005 or abs(z / z0 - 1) > 0.005:
+                die(f"{os.path.relpath(FITTED, ROOT)} holds k {k0:g}, Y {y0 * 1e12:g} pJ and z {z0:.4f}, the fit gives "
+                    f"{k:.4f}, {y * 1e12:.4f} pJ and {z:.4f}: a model change moved the fit; rerun with --write and say why")
             print(f"{os.path.relpath(FITTED, ROOT)} matches the fit")
 
 
