@@ -252,6 +252,15 @@ void GemmProgram::written(double max_bytes, std::vector<Strided>& out) const {
   last_stores(tiles(), max_bytes, [this](uint64_t t, StepWork& w) { tile_epilogue(t, w); }, out);
 }
 
+double GemmProgram::hbm_bytes() const {
+  return static_cast<double>(batch) *
+         (M * K * (in_bits / 8.0) + static_cast<double>(K) * N * b_elem_bytes + M * N * out_bits / 8.0);
+}
+
+double GemmProgram::l2_operand_bytes(double n_tiles, int64_t tbm, int64_t tbn, double k_len) const {
+  return n_tiles * k_len * (tbm * in_bits / 8.0 + static_cast<double>(tbn) / cluster * b_elem_bytes);
+}
+
 double GemmProgram::estimate_s(const config::GpuConfig& gpu, const Op& op, int64_t tbm, int64_t tbn, double dequant_cols,
                                int cps, double eff_rate) const {
   const SmParams& sm = gpu.sm;
@@ -262,8 +271,7 @@ double GemmProgram::estimate_s(const config::GpuConfig& gpu, const Op& op, int64
   // than the slots: in one partial wave, the dispatcher spreads them over the SMs first.
   const double per_sm = std::min<double>(cps, std::ceil(n_tiles / sm.count));
   const double compute_s = waves * (k_pad / static_cast<double>(bk)) * step_cycles(gpu, tbm, tbn, per_sm, eff_rate) / sm.clock_hz;
-  const double l2_s = n_tiles * k_pad * (tbm * in_bits / 8.0 + static_cast<double>(tbn) / cluster * b_elem_bytes) /
-                      gpu.l2.bandwidth;
+  const double l2_s = l2_operand_bytes(n_tiles, tbm, tbn, k_pad) / gpu.l2.bandwidth;
   // Conversions on the busiest SM: the dispatcher spreads tiles over the SMs first.
   const double dequant_s = std::ceil(n_tiles / sm.count) * dequant_cols * k_pad * dequant_ops / sm.fp32_lanes / sm.clock_hz;
   return std::max({compute_s, l2_s, dequant_s});

@@ -141,11 +141,11 @@ class GemmProgram : public KernelProgram {
   // back through the L2, one idle load latency to wait for them, and the adds; with a reduction
   // kernel, also its launch (the first kernel's end, the gap, its start) and its output's store.
   double reduction_s(const config::GpuConfig& gpu, int64_t s) const;
-  // What both estimates charge the memory system: every operand byte and the output once from
-  // HBM, and the operand tiles each tile's CTAs read from the L2 over `k_len` of K (cluster
-  // multicast shares B).
+  // What the estimates charge the memory system: every operand byte and the output once from
+  // HBM, and the operand tiles that `n_tiles` tiles of tbm x tbn read from the L2 over `k_len`
+  // of K (cluster multicast shares B).
   double hbm_bytes() const;
-  double l2_operand_bytes(double k_len) const;
+  double l2_operand_bytes(double n_tiles, int64_t tbm, int64_t tbn, double k_len) const;
   // The output tiles, whichever CTAs store them (persistent variants store several per CTA).
   void written(double max_bytes, std::vector<Strided>& out) const override;
 

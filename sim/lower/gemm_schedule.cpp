@@ -37,17 +37,8 @@ double GemmProgram::split_estimate_s(const config::GpuConfig& gpu, int64_t s, do
   const double hbm_rate = std::min(gpu.hbm.peak_bandwidth(), in_flight / loaded_latency);
   const double hbm_s = hbm_bytes() / hbm_rate;
   // The L2's operand traffic, K padded to whole steps of every split.
-  const double l2_s = l2_operand_bytes(steps * static_cast<double>(s) * bk) / gpu.l2.bandwidth;
+  const double l2_s = l2_operand_bytes(n_tiles, bm, bn, steps * static_cast<double>(s) * bk) / gpu.l2.bandwidth;
   return std::max({compute_s, hbm_s, l2_s}) + reduction_s(gpu, s);
-}
-
-double GemmProgram::hbm_bytes() const {
-  return static_cast<double>(batch) *
-         (M * K * (in_bits / 8.0) + static_cast<double>(K) * N * b_elem_bytes + M * N * out_bits / 8.0);
-}
-
-double GemmProgram::l2_operand_bytes(double k_len) const {
-  return static_cast<double>(tiles()) * k_len * (bm * (in_bits / 8.0) + static_cast<double>(bn) / cluster * b_elem_bytes);
 }
 
 double GemmProgram::reduction_s(const config::GpuConfig& gpu, int64_t s) const {
@@ -176,7 +167,7 @@ double GemmProgram::stream_k_estimate_s(const config::GpuConfig& gpu, double eff
       (sk_iters > 0 ? std::max(per_cta * step_cycles(gpu, bm, bn, per_sm, eff_rate) / sm.clock_hz, per_cta * loaded_latency / loop) : 0.0);
   if (tensor_s) *tensor_s = compute_s;
   const double hbm_s = hbm_bytes() / gpu.hbm.peak_bandwidth();
-  const double l2_s = l2_operand_bytes(I * static_cast<double>(bk)) / gpu.l2.bandwidth;
+  const double l2_s = l2_operand_bytes(static_cast<double>(tiles()), bm, bn, I * static_cast<double>(bk)) / gpu.l2.bandwidth;
   // Fixup: at most one partial per stream-K CTA, written and read back, each tile's adds.
   const double fixup_s = static_cast<double>(ctas) * static_cast<double>(bm * bn) * 4.0 * 2.0 / gpu.l2.bandwidth + idle_latency +
                          static_cast<double>(bm * bn) * 2.0 / sm.fp32_lanes / sm.clock_hz;
