@@ -147,8 +147,9 @@ def fit(args, cfg, tmp):
         die(f"gemm.csv must hold the fp32 {SGEMM}^3 GEMM the fit uses")
     # The SGEMM's clock: where the simulated SGEMM gives the measured throughput (a fast probe at
     # the config's clock, scaled; the exact run below corrects the rest through rho).
-    probe_sets = ["power.mode=fixed_clock", f"energy.table={PRIORS}", "power.idle_floor=0 W", SIMT_FP32]
-    probe = run(args.xpusim, gemm_trace(tmp, "fp32", SGEMM), os.path.join(tmp, "probe-fp32"), probe_sets, fidelity="fast")
+    on_priors = ["power.mode=fixed_clock", f"energy.table={PRIORS}", "power.idle_floor=0 W"]
+    probe = run(args.xpusim, gemm_trace(tmp, "fp32", SGEMM), os.path.join(tmp, "probe-fp32"), on_priors + [SIMT_FP32],
+                fidelity="fast")
     sgemm_hz = clock * float(sgemm[0]["tflops_best"]) / probe["total"]["tflops"]
     rows.append({"dtype": "fp32", "size": str(SGEMM), "avg_sm_clock_mhz": str(sgemm_hz / 1e6),
                  "tflops": sgemm[0]["tflops_best"], "avg_power_w": str(limit)})
@@ -157,8 +158,8 @@ def fit(args, cfg, tmp):
         hz = float(r["avg_sm_clock_mhz"]) * 1e6
         v = voltage(curve, hz)
         trace = gemm_trace(tmp, r["dtype"], int(r["size"]))
-        sets = ["power.mode=fixed_clock", f"sm.clock={hz / 1e9:.6f} GHz", f"energy.voltage={v:.6f} V",
-                f"energy.table={PRIORS}", "power.idle_floor=0 W"] + ([SIMT_FP32] if r["dtype"] == "fp32" else [])
+        sets = on_priors + [f"sm.clock={hz / 1e9:.6f} GHz", f"energy.voltage={v:.6f} V"] + \
+            ([SIMT_FP32] if r["dtype"] == "fp32" else [])
         jobs.append((r, hz, v, trace, os.path.join(tmp, "fit-" + r["dtype"]), sets))
     with ThreadPoolExecutor(max_workers=args.jobs) as ex:
         reports = list(ex.map(lambda j: run(args.xpusim, j[3], j[4], j[5]), jobs))
@@ -206,18 +207,33 @@ def fit(args, cfg, tmp):
     return k, y, z
 
 
-def prior_simt_pj():
-    """The priors' instruction.simt at their nominal voltage: the base table's, times the 4N
-    table's dynamic_scale (what z multiplies)."""
-    priors = yaml.safe_load(open(PRIORS))
-    base = yaml.safe_load(open(os.path.join(os.path.dirname(PRIORS), priors["base"])))
-    own = priors.get("actions", {}).get("instruction.simt")
+# The tables that carry the H100's fitted k and z to other nodes (each on its own priors).
+CARRIED = [os.path.join(ROOT, "configs/energy", f) for f in ("tsmc-7nm-a100.yaml", "tsmc-12nm-t4.yaml", "tsmc-12nm-v100.yaml")]
+
+
+def prior_simt_pj(priors_path=PRIORS):
+    """A priors table's instruction.simt at its nominal voltage: its own, or its base table's
+    times its dynamic_scale (what z multiplies)."""
+    priors = yaml.safe_load(open(priors_path))
+    own = (priors.get("actions") or {}).get("instruction.simt")
     if own is not None:
         return unit_value(own, [("pJ", 1.0)])
+    base = yaml.safe_load(open(os.path.join(os.path.dirname(priors_path), priors["base"])))
     return unit_value(base["actions"]["instruction.simt"], [("pJ", 1.0)]) * float(priors["dynamic_scale"])
 
 
+def table_factors(path, priors_path):
+    """The k and z a fitted or carried table holds (z: its instruction.simt over its priors')."""
+    t = yaml.safe_load(open(path))
+    simt = (t.get("actions") or {}).get("instruction.simt")
+    if simt is None or "math" not in (t.get("class_scale") or {}):
+        die(f"{os.path.relpath(path, ROOT)}: no class_scale.math or actions.instruction.simt; rerun with --write "
+            "(and carry k and z to the tables that take them)")
+    return float(t["class_scale"]["math"]), unit_value(simt, [("pJ", 1.0)]) / prior_simt_pj(priors_path)
+
+
 def write_table(k, y, z):
+    simt = prior_simt_pj()
     text = f"""# TSMC 4N as measured on an H100 SXM: the 4N priors (tsmc-4n.yaml) with three factors fitted
 # by scripts/fit-power.py to this project's sustained-GEMM measurements
 # (docs/validation/measured/h100-sxm-2026-11-22/gemm-power.csv: bf16 and fp8 8192^3 at 682 and
@@ -237,7 +253,7 @@ class_scale:                  # fitted: k, one factor on every on-chip dynamic a
 data_dependent_share: 0.5     # assumption: half of math and on-chip data-movement energy is operand switching (zeros save it); not fitted
 actions:
   mac.tensor.fp8: {y * 1e12:.4f} pJ  # fitted: Y (the priors' half-of-fp16 was an assumption)
-  instruction.simt: {z * prior_simt_pj():.4f} pJ  # fitted: z = {z:.4f} x the priors' {prior_simt_pj():g} pJ (k would price it at {k * prior_simt_pj():.1f}; tsmc-7nm-a100.yaml and tsmc-12nm-t4.yaml carry z)
+  instruction.simt: {z * simt:.4f} pJ  # fitted: z = {z:.4f} x the priors' {simt:g} pJ (k would price it at {k * simt:.1f}; tsmc-7nm-a100.yaml, tsmc-12nm-t4.yaml and tsmc-12nm-v100.yaml carry z)
   nvlink.transfer: 2 pJ/bit   # as the priors (off-chip links are not in the fit's class factor)
 """
     with open(FITTED, "w") as f:
@@ -333,13 +349,18 @@ def main():
             write_table(k, y, z)
         if args.verify:
             shipped = yaml.safe_load(open(FITTED))
-            k0 = float(shipped["class_scale"]["math"])
+            k0, z0 = table_factors(FITTED, PRIORS)
             y0 = unit_value(shipped["actions"]["mac.tensor.fp8"], [("pJ", 1e-12)])
-            z0 = unit_value(shipped["actions"].get("instruction.simt", "0 pJ"), [("pJ", 1.0)]) / prior_simt_pj()
             if abs(k / k0 - 1) > 0.005 or abs(y / y0 - 1) > 0.005 or abs(z / z0 - 1) > 0.005:
                 die(f"{os.path.relpath(FITTED, ROOT)} holds k {k0:g}, Y {y0 * 1e12:g} pJ and z {z0:.4f}, the fit gives "
                     f"{k:.4f}, {y * 1e12:.4f} pJ and {z:.4f}: a model change moved the fit; rerun with --write and say why")
-            print(f"{os.path.relpath(FITTED, ROOT)} matches the fit")
+            for path in CARRIED:
+                base = os.path.join(os.path.dirname(path), yaml.safe_load(open(path))["base"])
+                kc, zc = table_factors(path, base)
+                if abs(kc / k0 - 1) > 0.001 or abs(zc / z0 - 1) > 0.001:
+                    die(f"{os.path.relpath(path, ROOT)} carries k {kc:g} and z {zc:.4f}, the fitted table holds "
+                        f"{k0:g} and {z0:.4f}: carry them across")
+            print(f"{os.path.relpath(FITTED, ROOT)} matches the fit, and {len(CARRIED)} tables carry its k and z")
 
 
 if __name__ == "__main__":
