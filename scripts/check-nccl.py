@@ -57,6 +57,8 @@ def main():
                     help="smallest size counted in the summary (default 1 MiB)")
     ap.add_argument("--set", action="append", default=[], help="config override passed to xpusim")
     a = ap.parse_args()
+    if a.from_bytes <= 0:
+        ap.error(f"--from must be a positive size in bytes, not {a.from_bytes}")
     rows = list(csv.DictReader(open(PUBLISHED)))
     lines = ["xpusim_trace: 1", "name: nccl-published", "ops:"]
     for i, r in enumerate(rows):

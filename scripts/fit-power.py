@@ -332,6 +332,8 @@ def main():
                     "sustained GEMMs are then held out too); default the H100's of 2026-11-22")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
+    if args.jobs < 1:
+        die(f"--jobs must be at least 1, not {args.jobs}")
     if (args.config or args.measured) and not args.check:
         die("--config and --measured go with --check: the fit is the H100's")
     for path in filter(None, (args.config, args.measured and os.path.join(args.measured, "gemm.csv"))):
