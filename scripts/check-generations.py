@@ -11,7 +11,9 @@ where a group has both); asserts nothing.
 
   scripts/check-generations.py
   scripts/check-generations.py --system V100 --fidelity exact
-  scripts/check-generations.py --one-per-group   (one shape per system and format: the test's run)
+  scripts/check-generations.py --one-per-group   (one shape per system and format: a smoke run)
+  scripts/check-generations.py --check   (the test's run: fails where docs/validation/check-generations.md,
+                                          or a row or summary docs/validation.md quotes from it, is out of date)
 """
 import argparse
 import collections
@@ -26,6 +28,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LARGE = 512  # both m and n at least this: a shape that fills the chip with tiles (the summary's split)
 TARGET = 0.15  # the error the summary counts shapes within
 PUBLISHED = os.path.join(ROOT, "docs", "validation", "published", "pre-hopper-gemm.csv")
+STORED = os.path.join(ROOT, "docs", "validation", "check-generations.md")  # the whole output, as committed
+QUOTING = os.path.join(ROOT, "docs", "validation.md")  # quotes rows and summaries of it
 
 
 def group(row):
@@ -64,10 +68,15 @@ def main():
     ap.add_argument("--fidelity", choices=["fast", "exact"], default="fast")
     ap.add_argument("--one-per-group", action="store_true",
                     help="only the first row of each system, format and trace override (a quick smoke run)")
+    ap.add_argument("--check", action="store_true",
+                    help=f"every row, compared with {os.path.relpath(STORED, ROOT)} and the rows docs/validation.md quotes; "
+                         "exit 1 where they differ")
     a = ap.parse_args()
     if not os.path.exists(a.xpusim):
         sys.exit(f"check-generations: {a.xpusim}: no xpusim binary (build it, or pass --xpusim)")
     rows = [r for r in csv.DictReader(open(PUBLISHED)) if a.system in r["system"]]
+    if a.check and (a.system or a.one_per_group or a.fidelity != "fast"):
+        sys.exit("check-generations: --check compares the whole table at fast fidelity; it takes no --system, --one-per-group or --fidelity")
     if a.one_per_group:
         firsts = {}
         for r in rows:
@@ -75,8 +84,7 @@ def main():
         rows = list(firsts.values())
     if not rows:
         sys.exit(f"check-generations: no row of {PUBLISHED} names a system with '{a.system}'")
-    print("| system | format | m x n x k | kernel | published TFLOP/s | simulated | error |")
-    print("|---|---|---|---|---|---|---|")
+    lines = ["| system | format | m x n x k | kernel | published TFLOP/s | simulated | error |", "|---|---|---|---|---|---|---|"]
     groups = collections.defaultdict(list)
     for r in rows:
         sim, kernel = simulate(a.xpusim, r, a.fidelity)
@@ -84,8 +92,8 @@ def main():
         err = sim / pub - 1
         system, fmt = group(r)
         groups[(system, fmt)].append((err, int(r["m"]) >= LARGE and int(r["n"]) >= LARGE))
-        print(f"| {system} | {fmt} | {r['m']}x{r['n']}x{r['k']} | {kernel} | {pub:.3g} | {sim:.3g} | {err:+.0%} |")
-    print()
+        lines.append(f"| {system} | {fmt} | {r['m']}x{r['n']}x{r['k']} | {kernel} | {pub:.3g} | {sim:.3g} | {err:+.0%} |")
+    lines.append("")
     for (system, dtype), shapes in groups.items():
         parts = [("", [e for e, _ in shapes])]
         if any(large for _, large in shapes) and not all(large for _, large in shapes):
@@ -93,9 +101,44 @@ def main():
                       (" (the rest)", [e for e, large in shapes if not large])]
         for label, errs in parts:
             within = sum(abs(e) <= TARGET for e in errs)
-            print(f"- {system}, {dtype}{label}: mean absolute error {sum(abs(e) for e in errs) / len(errs):.0%} over {len(errs)} shapes, "
-                  f"worst {max(errs, key=abs):+.0%}, {within} within {TARGET:.0%}")
+            lines.append(f"- {system}, {dtype}{label}: mean absolute error {sum(abs(e) for e in errs) / len(errs):.0%} over "
+                         f"{len(errs)} shapes, worst {max(errs, key=abs):+.0%}, {within} within {TARGET:.0%}")
+    print("\n".join(lines))
+    if a.check:
+        sys.exit(check(lines))
 
+
+def key(line):
+    """What names a table row (system, format, shape) or a summary line (its group), else None."""
+    if line.startswith("| ") and not line.startswith("| system "):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        return tuple(cells[:3]) if len(cells) == 7 else None
+    if line.startswith("- ") and ": mean absolute error " in line:
+        return line.split(": mean absolute error ")[0]
+    return None
+
+
+def check(lines):
+    """0 where the stored output equals this run's and every row or summary docs/validation.md
+    quotes from it is this run's; otherwise 1, with each difference named."""
+    problems = []
+    stored = open(STORED).read().splitlines()
+    if stored != lines:
+        changed = [f"  stored:    {o}\n  simulated: {n}" for o, n in zip(stored, lines) if o != n]
+        if len(stored) != len(lines):
+            changed.append(f"  {len(stored)} lines stored, {len(lines)} simulated")
+        problems.append(f"{os.path.relpath(STORED, ROOT)} is out of date (run scripts/check-generations.py > it):\n" +
+                        "\n".join(changed[:10]))
+    now = {key(l): l for l in lines if key(l)}
+    for n, line in enumerate(open(QUOTING).read().splitlines(), 1):
+        k = key(line)
+        if k in now and line != now[k]:
+            problems.append(f"{os.path.relpath(QUOTING, ROOT)}:{n}: quotes\n  {line}\nwhere this run gives\n  {now[k]}")
+    for p in problems:
+        print(f"check-generations: {p}", file=sys.stderr)
+    if not problems:
+        print(f"check-generations: {os.path.relpath(STORED, ROOT)} and the rows docs/validation.md quotes match this run")
+    return 1 if problems else 0
 
 if __name__ == "__main__":
     main()
