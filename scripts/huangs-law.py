@@ -11,6 +11,7 @@ and its chart, docs/huangs-law.svg, unless --out names another file (the chart b
 
   scripts/huangs-law.py                 (about a minute on 2 cores)
   scripts/huangs-law.py --out /tmp/h.md
+  scripts/huangs-law.py --out /tmp/h.md --check   (the test's run: exit 1 where the committed study is out of date)
 """
 import argparse
 import json
@@ -150,14 +151,22 @@ def svg_bars(rows):
     return "\n".join(out)
 
 
+DOC = os.path.join(ROOT, "docs", "huangs-law.md")  # the committed study, which --check compares with
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     ap.add_argument("--xpusim", default=os.path.join(ROOT, "build", "xpusim"))
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "huangs-law.md"))
+    ap.add_argument("--check", action="store_true",
+                    help="after writing --out (elsewhere than docs/), exit 1 where it or its chart differs from "
+                         "docs/huangs-law.md and docs/huangs-law.svg")
     a = ap.parse_args()
     if not os.path.exists(a.xpusim):
         sys.exit(f"huangs-law: {a.xpusim}: no xpusim binary (build it, or pass --xpusim)")
+    if a.check and os.path.abspath(a.out) == DOC:
+        sys.exit("huangs-law: --check compares a fresh run with docs/huangs-law.md; pass --out elsewhere (e.g. /tmp/h.md)")
     out_dir = os.path.dirname(os.path.abspath(a.out))
     if not os.path.isdir(out_dir):
         sys.exit(f"huangs-law: --out {a.out}: the folder {out_dir} does not exist")
@@ -299,6 +308,21 @@ def main():
     with open(a.out, "w") as fh:
         fh.write(text)
     print(text)
+    if a.check:
+        stale = []
+        for made, kept in ((a.out, DOC), (chart, os.path.splitext(DOC)[0] + ".svg")):
+            with open(made) as fm, open(kept) as fk:
+                made_lines, kept_lines = fm.read().splitlines(), fk.read().splitlines()
+            if made_lines != kept_lines:
+                first = next((i for i, (m, k) in enumerate(zip(made_lines, kept_lines)) if m != k),
+                             min(len(made_lines), len(kept_lines)))
+                stale.append(f"{os.path.relpath(kept, ROOT)} differs from this run from line {first + 1} "
+                             "(run scripts/huangs-law.py to regenerate it)")
+        for line in stale:
+            print(f"huangs-law: {line}", file=sys.stderr)
+        if stale:
+            sys.exit(1)
+        print("huangs-law: docs/huangs-law.md and its chart match this run")
 
 
 if __name__ == "__main__":
