@@ -312,7 +312,9 @@ def main():
         stale = []
         for made, kept in ((a.out, DOC), (chart, os.path.splitext(DOC)[0] + ".svg")):
             with open(made) as fm, open(kept) as fk:
-                made_lines, kept_lines = fm.read().splitlines(), fk.read().splitlines()
+                # The page links its chart by the name written beside it.
+                made_lines = fm.read().replace(f"]({os.path.basename(chart)})", f"]({os.path.basename(DOC)[:-3]}.svg)").splitlines()
+                kept_lines = fk.read().splitlines()
             if made_lines != kept_lines:
                 first = next((i for i, (m, k) in enumerate(zip(made_lines, kept_lines)) if m != k),
                              min(len(made_lines), len(kept_lines)))

@@ -19,7 +19,8 @@ struct PowerParams {
   double base_clock_hz = 0;            // datasheet base clock (reported; boost must not be below it)
   double boost_clock_hz = 0;           // highest clock the governor runs
   std::vector<std::string> vf_curve_text;  // "CLOCK at VOLTAGE" points as written
-  std::vector<VfPoint> vf_curve;       // parsed, ascending in clock and voltage
+  std::vector<VfPoint> vf_curve;       // parsed, ascending in clock and voltage, the floor applied
+  double voltage_floor_v = 0;          // no clock runs below this voltage (0: none)
   double idle_floor_w = 0;             // uncore: memory controllers, PHYs, HBM background, regulators
   double time_constant_s = 0;          // the governor limits power averaged over this (exponentially)
   double control_period_s = 0;         // how often it measures and sets the clock

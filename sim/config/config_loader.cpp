@@ -340,6 +340,22 @@ void resolve_failed_links(LoadedConfig& cfg) {
   }
 }
 
+// The curve with its voltages raised to `floor`, and a point where a segment crosses it, so that
+// the line between points stays the curve's (a floor at or below the lowest voltage: unchanged).
+std::vector<VfPoint> floored(const std::vector<VfPoint>& curve, double floor) {
+  std::vector<VfPoint> out;
+  for (size_t i = 0; i < curve.size(); ++i) {
+    if (i > 0) {
+      const VfPoint& a = curve[i - 1];
+      const VfPoint& b = curve[i];
+      if (a.voltage_v < floor && b.voltage_v > floor)
+        out.push_back({a.clock_hz + (floor - a.voltage_v) / (b.voltage_v - a.voltage_v) * (b.clock_hz - a.clock_hz), floor});
+    }
+    out.push_back({curve[i].clock_hz, std::max(curve[i].voltage_v, floor)});
+  }
+  return out;
+}
+
 // Parses power.vf_curve ("CLOCK at VOLTAGE") and checks the power section of a capped chip: a
 // monotone curve that reaches the boost clock, boost at or above base, and a limit above what
 // the chip draws idle at its lowest clock (the governor could never meet it).
@@ -377,6 +393,13 @@ void resolve_power(LoadedConfig& cfg) {
   }
   if (p.boost_clock_hz <= 0) fail_at_key(cfg, "power.boost_clock", "is required when power.mode is capped");
   if (p.vf_curve.empty()) fail_at_key(cfg, "power.vf_curve", "is required when power.mode is capped (at least one point)");
+  if (p.voltage_floor_v > 0) {
+    if (p.voltage_floor_v > p.vf_curve.back().voltage_v)
+      fail_at_key(cfg, "power.voltage_floor",
+                  units::format(p.voltage_floor_v, units::Dim::Voltage) + " is above power.vf_curve's highest voltage (" +
+                      units::format(p.vf_curve.back().voltage_v, units::Dim::Voltage) + "): every clock would run at the floor");
+    p.vf_curve = floored(p.vf_curve, p.voltage_floor_v);
+  }
   if (p.boost_clock_hz > p.vf_curve.back().clock_hz * (1 + 1e-9))
     fail_at_key(cfg, "power.boost_clock", "is above the highest clock of power.vf_curve (" +
                                               units::format(p.vf_curve.back().clock_hz, units::Dim::Frequency) + ")");

@@ -152,6 +152,10 @@ void add_power_section(Schema& s, std::function<void*(void*)> locate, bool accel
                           "points (accelerator.min_clock at min_voltage, max_clock at max_voltage)"
                         : "Voltage-frequency curve as \"CLOCK at VOLTAGE\" points, clocks and voltages ascending (e.g. [\"1.2 GHz at 0.6 V\", "
                           "\"1.98 GHz at 0.8 V\"]); linear between points; the lowest clock is the governor's floor; required when capped")
+      .quantity("voltage_floor", &PowerParams::voltage_floor_v, Dim::Voltage, def("0 V"), between(0, 10),
+                "The lowest voltage the chip runs at, whatever its clock: power.vf_curve's voltages are raised to it, with a "
+                "point added where the curve crosses it (0 V: none; a chip holds its floor even idle, so below the crossing "
+                "power falls only in proportion to the clock)")
       .quantity("idle_floor", &PowerParams::idle_floor_w, Dim::Power, def("0 W"), between(0, 1e5),
                 "Uncore power drawn whatever runs: memory controllers and PHYs, HBM background, clocks, regulator losses")
       .quantity("time_constant", &PowerParams::time_constant_s, Dim::Time, def("5 ms"), between(1e-6, 100),

@@ -48,6 +48,8 @@ CASES = {
     "config-power-limit-below-idle.yaml": ("a power limit below the idle draw", r":3:10: key 'power\.limit': is at or below what the chip draws idle"),
     "config-vf-curve-not-monotone.yaml": ("a V/f curve whose voltage falls", r":3:13: key 'power\.vf_curve': point 2 '1\.6 GHz at 0\.65 V' is not monotone"),
     "config-boost-below-base.yaml": ("a boost clock below the base clock", r":4:16: key 'power\.boost_clock': is below power\.base_clock"),
+    "config-voltage-floor-above-curve.yaml": ("a voltage floor above the V/f curve's top",
+                                              r":3:18: key 'power\.voltage_floor': 900 mV is above power\.vf_curve's highest voltage \(805 mV\)"),
     "config-burst-under-a-byte.yaml": ("a DRAM burst of half a byte (bus_bits 4, burst_length 1)",
                                        r"key 'hbm\.burst_length': hbm\.bus_bits/8 x hbm\.burst_length must be a whole number of bytes, at least 1 \(here 0\.5 B\)"),
     "config-count-too-big.yaml": ("an integer beyond 64 bits", r":3:10: key 'sm\.count': '99999999999999999999' is out of range \[1, 4096\]"),

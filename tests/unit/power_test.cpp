@@ -44,6 +44,41 @@ TEST_CASE("power: the V/f curve is linear between its points and flat beyond the
   CHECK(c.voltage(3e9) == Approx(0.8));
 }
 
+TEST_CASE("power: a voltage floor raises the curve below where it crosses, and a capped load then settles lower",
+          "[power]") {
+  const std::string t4 = source_path("configs/t4.yaml");
+  const PowerParams with = config::load_config(t4).chip.gpu.power;
+  const PowerParams without = config::load_config(t4, {"power.voltage_floor=0 V"}).chip.gpu.power;
+  const VfCurve f(with.vf_curve), c(without.vf_curve);
+  CHECK(c.voltage(1e9) == Approx(0.628));
+  CHECK(f.voltage(1e9) == Approx(0.72));
+  CHECK(f.voltage(0.585e9) == Approx(0.72));
+  // The point added where the 1.2-1.4 GHz segment (0.709 to 0.801 V) crosses 0.72 V keeps the line.
+  CHECK(with.vf_curve.size() == without.vf_curve.size() + 1);
+  CHECK(f.voltage((1.2 + 0.2 * 0.011 / 0.092) * 1e9) == Approx(0.72));
+  CHECK(f.voltage(1.3e9) == Approx(c.voltage(1.3e9)));
+  CHECK(f.voltage(1.59e9) == Approx(0.9));
+  // The same compute-bound load under the 70 W limit: on the floor, power falls only with the
+  // clock, so the governor goes lower to shed the same watts.
+  auto settle = [](PowerParams p) {
+    p.control_period_s = 1e-6;
+    p.time_constant_s = 1e-3;
+    Governor g(p, 12, 0.9);
+    const Load load{1.6e-7};  // 254 W of core power at 1.59 GHz and 0.9 V
+    double t = 0;
+    for (int i = 0; i < 20000; ++i, t += p.control_period_s)
+      g.end_window(t, t + p.control_period_s, load.core_nominal(g, p.control_period_s), 0);
+    return g.clock_hz();
+  };
+  const double floor_clock = settle(with), law_clock = settle(without);
+  CHECK(law_clock < 1.2e9);  // the law alone settles below the crossing, where the floor applies
+  CHECK(floor_clock < law_clock * 0.95);
+  // A floor above the curve's top is refused, naming the key.
+  CHECK_THAT(error_of([&] { config::load_config(t4, {"power.voltage_floor=0.95 V"}); }),
+             Catch::Contains("key 'power.voltage_floor'") && Catch::Contains("above power.vf_curve's highest voltage"));
+  CHECK_THAT(error_of([&] { config::load_config(t4, {"power.voltage_floor=-1 V"}); }), Catch::Contains("power.voltage_floor"));
+}
+
 TEST_CASE("power: a steady load settles where its power meets the limit, and the limit's average never passes it",
           "[power]") {
   PowerParams p = params();
