@@ -129,7 +129,7 @@ def check(lines):
             changed.append(f"  {len(stored)} lines stored, {len(lines)} simulated")
         problems.append(f"{os.path.relpath(STORED, ROOT)} is out of date (run scripts/check-generations.py > it):\n" +
                         "\n".join(changed[:10]))
-    now = {key(l): l for l in lines if key(l)}
+    now = {k: l for l in lines if (k := key(l))}
     for n, line in enumerate(open(QUOTING).read().splitlines(), 1):
         k = key(line)
         if k in now and line != now[k]:
@@ -139,6 +139,7 @@ def check(lines):
     if not problems:
         print(f"check-generations: {os.path.relpath(STORED, ROOT)} and the rows docs/validation.md quotes match this run")
     return 1 if problems else 0
+
 
 if __name__ == "__main__":
     main()

@@ -286,8 +286,9 @@ def main():
               "- Energy across generations mixes tables: the H100's is fitted to measured power (`tsmc-4n-h100.yaml`), "
               "the B200's is built on it, and the A100's carries the H100's fitted factor across (`tsmc-7nm-a100.yaml`; "
               "its power-limited GEMM is a held-out check within 2%, docs/validation.md), as the T4's does "
-              "(`tsmc-12nm-t4.yaml`; its held-out fp16 GEMMs on zeros are 11-18% fast at large shapes against "
-              "DeepBench, 59% fast against a forum's figure on random data; its fp32 ones 13-44% fast), as the V100's "
+              "(`tsmc-12nm-t4.yaml`, with Turing's voltage floor in its V/f curve; its held-out fp16 GEMMs on zeros "
+              "are 9-16% fast at three large shapes of four against DeepBench, 36% at the fourth, and 18% fast against "
+              "a forum's figure on random data; its fp32 ones -11% to +10%), as the V100's "
               "does (`tsmc-12nm-v100.yaml`; its held-out SGEMMs at the 300 W limit within 7% at large shapes). Each "
               "carries both of the H100's factors: k on every on-chip action, and z on a SIMT lane instruction's "
               "overhead (fitted on the H100's SGEMM, which k alone priced at 1.9x the card's limit). The K40, P100 "
@@ -310,10 +311,11 @@ def main():
     print(text)
     if a.check:
         stale = []
-        for made, kept in ((a.out, DOC), (chart, os.path.splitext(DOC)[0] + ".svg")):
+        doc_chart = os.path.splitext(DOC)[0] + ".svg"
+        for made, kept in ((a.out, DOC), (chart, doc_chart)):
             with open(made) as fm, open(kept) as fk:
                 # The page links its chart by the name written beside it.
-                made_lines = fm.read().replace(f"]({os.path.basename(chart)})", f"]({os.path.basename(DOC)[:-3]}.svg)").splitlines()
+                made_lines = fm.read().replace(f"]({os.path.basename(chart)})", f"]({os.path.basename(doc_chart)})").splitlines()
                 kept_lines = fk.read().splitlines()
             if made_lines != kept_lines:
                 first = next((i for i, (m, k) in enumerate(zip(made_lines, kept_lines)) if m != k),
