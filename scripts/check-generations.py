@@ -3,8 +3,9 @@
 (clBLAS's performance pages), DeepBench's cuBLAS GEMMs on a V100 (fp32 on the lanes, fp16 on
 the tensor cores), a P100 (fp32), a T4 at its 70 W limit (fp32, fp16) and a Titan Xp (GP102,
 the P40's chip: fp32, int8 by DP4A), an A100 at its 400 W limit on random and on zero inputs,
-and a forum's T4 figure, from docs/validation/published/pre-hopper-gemm.csv. Each shape runs as
-one GEMM with the row's config overrides (`set`) and trace overrides (`trace_set`). Nothing in
+and a forum's T4 figure, from docs/validation/published/pre-hopper-gemm.csv; then the K40's whole
+cuBLAS 7.0 SGEMM curve (k40-sgemm-curve.csv beside it, 180 sizes), summarised by size band. Each
+shape runs as one GEMM with the row's config overrides (`set`) and trace overrides (`trace_set`). Nothing in
 the configs was set from these figures. Prints a Markdown table with each row's error and a
 summary per system and format (split into shapes with m and n both at least 512 and the rest,
 where a group has both); asserts nothing.
@@ -28,6 +29,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LARGE = 512  # both m and n at least this: a shape that fills the chip with tiles (the summary's split)
 TARGET = 0.15  # the error the summary counts shapes within
 PUBLISHED = os.path.join(ROOT, "docs", "validation", "published", "pre-hopper-gemm.csv")
+# clBLAS's whole K40 SGEMM curve (m = n = k, 32 to 5760 in steps of 32), summarised by size band
+# rather than row by row; the table's four K40 rows are four of its points.
+CURVE = os.path.join(ROOT, "docs", "validation", "published", "k40-sgemm-curve.csv")
+CURVE_BANDS = [(32, 480), (512, 992), (1024, 2016), (2048, 5760)]
 STORED = os.path.join(ROOT, "docs", "validation", "check-generations.md")  # the whole output, as committed
 QUOTING = os.path.join(ROOT, "docs", "validation.md")  # quotes rows and summaries of it
 
@@ -100,12 +105,36 @@ def main():
             parts += [(f" (m, n >= {LARGE})", [e for e, large in shapes if large]),
                       (" (the rest)", [e for e, large in shapes if not large])]
         for label, errs in parts:
-            within = sum(abs(e) <= TARGET for e in errs)
-            lines.append(f"- {system}, {dtype}{label}: mean absolute error {sum(abs(e) for e in errs) / len(errs):.0%} over "
-                         f"{len(errs)} shapes, worst {max(errs, key=abs):+.0%}, {within} within {TARGET:.0%}")
+            lines.append(summary(f"{system}, {dtype}{label}", errs, "shapes"))
+    if not a.one_per_group and a.system in "Tesla K40":
+        lines += curve_lines(a.xpusim, a.fidelity)
     print("\n".join(lines))
     if a.check:
         sys.exit(check(lines))
+
+
+def summary(name, errs, what):
+    """One summary line: `name: mean absolute error E over N <what>, worst W, K within 15%`."""
+    within = sum(abs(e) <= TARGET for e in errs)
+    return (f"- {name}: mean absolute error {sum(abs(e) for e in errs) / len(errs):.0%} over {len(errs)} {what}, "
+            f"worst {max(errs, key=abs):+.0%}, {within} within {TARGET:.0%}")
+
+
+def curve_lines(xpusim, fidelity):
+    """The K40's whole published SGEMM curve, simulated size by size and summarised per band."""
+    rows = list(csv.DictReader(open(CURVE)))
+    errs = {}
+    for r in rows:
+        errs[int(r["m"])] = simulate(xpusim, r, fidelity)[0] / float(r["tflops"]) - 1
+    sizes = sorted(errs)
+    lines = ["", f"clBLAS's whole K40 curve ({os.path.relpath(CURVE, ROOT)}: cuBLAS 7.0 SGEMM, m = n = k from "
+                 f"{sizes[0]} to {sizes[-1]}, {len(sizes)} sizes, the four above among them):", ""]
+    for lo, hi in CURVE_BANDS:
+        band = [errs[n] for n in sizes if lo <= n <= hi]
+        if band:
+            lines.append(summary(f"Tesla K40, fp32, m = n = k from {lo} to {hi}", band, "sizes"))
+    lines.append(summary("Tesla K40, fp32, the whole curve", [errs[n] for n in sizes], "sizes"))
+    return lines
 
 
 def key(line):

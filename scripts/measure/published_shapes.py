@@ -14,7 +14,9 @@ call, TFLOP/s, mean clock and power, the published TFLOP/s) and OUT/published-ke
 (one line per kernel launched), both keyed by the row's line in the published file.
 
 Usage: python3 published_shapes.py OUT --system V100         the rows whose system names V100
-       python3 published_shapes.py --list --system T4        the rows it would run (needs no GPU)"""
+       python3 published_shapes.py --list --system T4        the rows it would run (needs no GPU)
+       python3 published_shapes.py OUT --published docs/validation/published/k40-sgemm-curve.csv
+                                                             the K40's whole SGEMM curve"""
 import argparse
 import csv
 import json
