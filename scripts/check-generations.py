@@ -4,9 +4,11 @@
 the tensor cores), a P100 (fp32), a T4 at its 70 W limit (fp32, fp16) and a Titan Xp (GP102,
 the P40's chip: fp32, int8 by DP4A), an A100 at its 400 W limit on random and on zero inputs,
 and a forum's T4 figure, from docs/validation/published/pre-hopper-gemm.csv; then the K40's whole
-cuBLAS 7.0 SGEMM curve (k40-sgemm-curve.csv beside it, 180 sizes), summarised by size band. Each
-shape runs as one GEMM with the row's config overrides (`set`) and trace overrides (`trace_set`). Nothing in
-the configs was set from these figures. Prints a Markdown table with each row's error and a
+cuBLAS 7.0 SGEMM curve (k40-sgemm-curve.csv beside it, 180 sizes), summarised by size band, and
+DeepBench's whole V100 GEMM list (deepbench-v100-gemm.csv, 320 shapes), summarised by format,
+size and layout. Each shape runs as one GEMM with the row's config overrides (`set`) and trace
+overrides (`trace_set`), as many at once as there are cores. Nothing in the configs was set from
+these figures. Prints a Markdown table with each row's error and a
 summary per system and format (split into shapes with m and n both at least 512 and the rest,
 where a group has both); asserts nothing.
 
@@ -18,6 +20,7 @@ where a group has both); asserts nothing.
 """
 import argparse
 import collections
+import concurrent.futures
 import csv
 import json
 import os
@@ -33,6 +36,9 @@ PUBLISHED = os.path.join(ROOT, "docs", "validation", "published", "pre-hopper-ge
 # rather than row by row; the table's four K40 rows are four of its points.
 CURVE = os.path.join(ROOT, "docs", "validation", "published", "k40-sgemm-curve.csv")
 CURVE_BANDS = [(32, 480), (512, 992), (1024, 2016), (2048, 5760)]
+# DeepBench's whole GEMM list on the V100 (160 shapes in fp32 and in fp16, three layouts),
+# summarised by format, size and layout; the table's fourteen V100 rows are among them.
+DEEPBENCH_V100 = os.path.join(ROOT, "docs", "validation", "published", "deepbench-v100-gemm.csv")
 STORED = os.path.join(ROOT, "docs", "validation", "check-generations.md")  # the whole output, as committed
 QUOTING = os.path.join(ROOT, "docs", "validation.md")  # quotes rows and summaries of it
 
@@ -91,8 +97,7 @@ def main():
         sys.exit(f"check-generations: no row of {PUBLISHED} names a system with '{a.system}'")
     lines = ["| system | format | m x n x k | kernel | published TFLOP/s | simulated | error |", "|---|---|---|---|---|---|---|"]
     groups = collections.defaultdict(list)
-    for r in rows:
-        sim, kernel = simulate(a.xpusim, r, a.fidelity)
+    for r, (sim, kernel) in zip(rows, simulate_all(a.xpusim, rows, a.fidelity)):
         pub = float(r["tflops"])
         err = sim / pub - 1
         system, fmt = group(r)
@@ -108,24 +113,32 @@ def main():
             lines.append(summary(f"{system}, {dtype}{label}", errs, "shapes"))
     if not a.one_per_group and a.system in "Tesla K40":
         lines += curve_lines(a.xpusim, a.fidelity)
+    if not a.one_per_group and a.system in "Tesla V100 SXM2 (DGX-1)":
+        lines += deepbench_lines(a.xpusim, a.fidelity)
     print("\n".join(lines))
     if a.check:
         sys.exit(check(lines))
 
 
-def summary(name, errs, what):
-    """One summary line: `name: mean absolute error E over N <what>, worst W, K within 15%`."""
+def simulate_all(xpusim, rows, fidelity):
+    """simulate() of each row, in the rows' order, as many at a time as there are cores."""
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        return list(pool.map(lambda r: simulate(xpusim, r, fidelity), rows))
+
+
+def summary(name, errs, what, median=False):
+    """One summary line: `name: mean absolute error E over N <what>, worst W, K within 15%`, with
+    the median signed error after the mean where `median` (a bias shows there)."""
     within = sum(abs(e) <= TARGET for e in errs)
-    return (f"- {name}: mean absolute error {sum(abs(e) for e in errs) / len(errs):.0%} over {len(errs)} {what}, "
+    mid = f" (median {sorted(errs)[len(errs) // 2]:+.0%})" if median else ""
+    return (f"- {name}: mean absolute error {sum(abs(e) for e in errs) / len(errs):.0%}{mid} over {len(errs)} {what}, "
             f"worst {max(errs, key=abs):+.0%}, {within} within {TARGET:.0%}")
 
 
 def curve_lines(xpusim, fidelity):
     """The K40's whole published SGEMM curve, simulated size by size and summarised per band."""
     rows = list(csv.DictReader(open(CURVE)))
-    errs = {}
-    for r in rows:
-        errs[int(r["m"])] = simulate(xpusim, r, fidelity)[0] / float(r["tflops"]) - 1
+    errs = {int(r["m"]): sim / float(r["tflops"]) - 1 for r, (sim, _) in zip(rows, simulate_all(xpusim, rows, fidelity))}
     sizes = sorted(errs)
     lines = ["", f"clBLAS's whole K40 curve ({os.path.relpath(CURVE, ROOT)}: cuBLAS 7.0 SGEMM, m = n = k from "
                  f"{sizes[0]} to {sizes[-1]}, {len(sizes)} sizes, the four above among them):", ""]
@@ -134,6 +147,34 @@ def curve_lines(xpusim, fidelity):
         if band:
             lines.append(summary(f"Tesla K40, fp32, m = n = k from {lo} to {hi}", band, "sizes"))
     lines.append(summary("Tesla K40, fp32, the whole curve", [errs[n] for n in sizes], "sizes"))
+    return lines
+
+
+def layout(row):
+    """The row's layout as BLAS names it, from its note: NN, TN or NT."""
+    return "".join("T" if f"{x} transposed" in row["note"] else "N" for x in ("A", "B"))
+
+
+def deepbench_lines(xpusim, fidelity):
+    """DeepBench's whole V100 GEMM list, simulated shape by shape and summarised per format: shapes
+    with m and n at least LARGE (and those per layout) and the rest, the rest again split where
+    DeepBench's time per call was under 30 us (where a host's time to issue a call bounds it)."""
+    rows = list(csv.DictReader(open(DEEPBENCH_V100)))
+    results = [(r, sim / float(r["tflops"]) - 1) for r, (sim, _) in zip(rows, simulate_all(xpusim, rows, fidelity))]
+    lines = ["", f"DeepBench's whole GEMM list on the V100 ({os.path.relpath(DEEPBENCH_V100, ROOT)}: {len(rows)} shapes, "
+                 "the fourteen above among them; the model does not distinguish the layouts):", ""]
+    for g in dict.fromkeys(group(r) for r, _ in results):
+        mine = [(r, e) for r, e in results if group(r) == g]
+        large = [(r, e) for r, e in mine if int(r["m"]) >= LARGE and int(r["n"]) >= LARGE]
+        rest = [(r, e) for r, e in mine if (r, e) not in large]
+        name = f"{g[0]}, {g[1]}, DeepBench's list"
+        lines.append(summary(f"{name} (m, n >= {LARGE})", [e for _, e in large], "shapes", median=True))
+        for lay in dict.fromkeys(layout(r) for r, _ in large):
+            lines.append(summary(f"{name} (m, n >= {LARGE}, {lay})", [e for r, e in large if layout(r) == lay], "shapes", median=True))
+        lines.append(summary(f"{name} (the rest)", [e for _, e in rest], "shapes", median=True))
+        quick = [e for r, e in rest if float(r["time_ms"]) < 0.03]
+        if quick:
+            lines.append(summary(f"{name} (the rest, under 30 us a call)", quick, "shapes", median=True))
     return lines
 
 

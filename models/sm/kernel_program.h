@@ -27,6 +27,10 @@ struct StepWork {
   double tensor_macs = 0;  // executed MACs (tile padding included)
   Dtype tensor_dtype = Dtype::bf16;
   bool tensor_sparse = false;
+  // Warp-level MMAs (mma.sync: HMMA, IMMA) run on the tensor cores of the processing block whose
+  // scheduler issued them, so a CTA of fewer warps than the SM has blocks reaches only that share
+  // of its tensor cores. Warpgroup and single-thread MMAs (wgmma, tcgen05) use them all.
+  bool tensor_per_warp = false;
   double fp32_ops = 0;     // lane operations
   double sfu_ops = 0;      // lane operations
   double hfma_ops = 0;     // FP16 FMA lane operations (SIMT)

@@ -158,6 +158,11 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   OpCounters& c = k->counters;
   double end = tensor_core_.execute(now, w.tensor_macs, w.tensor_dtype, w.tensor_sparse, c);
+  const int warps = (k->program->resources.threads + 31) / 32;
+  if (w.tensor_macs > 0 && w.tensor_per_warp && warps > 0 && warps < p_.sub_partitions) {
+    const double alone = w.tensor_macs / tensor_core_.macs_per_clock(w.tensor_dtype, w.tensor_sparse) / clock_.hz();
+    end = std::max(end, now + alone * p_.sub_partitions / warps);
+  }
   end = std::max(end, now + w.fixed_s);
   if (w.latency_cycles > 0) end = std::max(end, now + w.latency_cycles / clock_.hz());
 
@@ -191,7 +196,6 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
     end = std::max(end, simt_.reserve_for(now, now, duration));
     // A warp issues from one scheduler, with that processing block's share of the lanes, so a CTA
     // of fewer warps than the SM has schedulers reaches only that many of them, whatever else runs.
-    const int warps = (k->program->resources.threads + 31) / 32;
     if (warps > 0 && warps < p_.sub_partitions) end = std::max(end, now + duration * p_.sub_partitions / warps);
     stats_.simt_busy->value += duration;
     c.simt_busy_s += duration;

@@ -36,6 +36,7 @@ class MmaSyncGemm : public GemmProgram {
     const double macs = static_cast<double>(bm * bn * bk);
     const double instr = std::ceil(macs / instr_macs());
     w.instr_mma += instr;
+    w.tensor_per_warp = true;
     const double eb = in_bits / 8.0;
     // Staging: the A and B tiles into shared memory, 16 bytes per lane per instruction.
     const double tile_bytes = static_cast<double>(bm * bk) * eb + static_cast<double>(bn * bk) * b_elem_bytes;
@@ -80,6 +81,15 @@ class MmaSyncGemm : public GemmProgram {
       if (cps < 1) continue;
       keep_if_best(gpu, op, tbm, tbn, st, r, 0.0, cps, eff_rate, best);
     }
+  }
+
+  // Each warp's MMAs run on its processing block's tensor cores (StepWork::tensor_per_warp): the
+  // `per_sm` CTAs on an SM reach the share of them that their warps' blocks own (one one-warp CTA
+  // alone on a four-block SM: a quarter).
+  double step_cycles(const config::GpuConfig& gpu, int64_t tbm, int64_t tbn, double per_sm, double eff_rate) const override {
+    const double warps = static_cast<double>((tbm / kWarpTile) * std::max<int64_t>(1, tbn / kWarpTile));
+    const double share = std::min(1.0, per_sm * warps / gpu.sm.sub_partitions);
+    return per_sm * static_cast<double>(tbm * tbn * bk) / (eff_rate * share);
   }
 
   std::string describe() const override {

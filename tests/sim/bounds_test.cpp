@@ -212,6 +212,25 @@ TEST_CASE("a warp issues from one scheduler: a CTA of fewer warps than scheduler
   CHECK(four >= 100000.0 * 4 * 32 / 128 / 1.98e9);
 }
 
+TEST_CASE("a warp's mma.sync runs on its processing block's tensor cores: a one-warp CTA reaches a quarter of the SM's",
+          "[sim][bounds][mma_sync]") {
+  // One CTA on one V100 SM (four processing blocks of two tensor cores each). A 64x64 tile is one
+  // warp: its MMAs reach two of the eight tensor cores, so it takes as long as a 128x128 tile of
+  // four warps (four times the MACs, one warp on each block) over the same K.
+  const std::string v100 = source_path("configs/v100.yaml");
+  auto time_s = [&](long mn, const std::string& tile) {
+    const YAML::Node r = simulate(v100, gemm_trace(mn, mn, 65536, "fp16"),
+                                  {"power.mode=fixed_clock", "kernels.gemm.split_k=false", "kernels.gemm.tiles=[" + tile + "]"});
+    INFO(r["ops"][0]["lowering"]["description"].as<std::string>());
+    CHECK(r["ops"][0]["lowering"]["description"].as<std::string>().find((tile == "64x64" ? "1 warps" : "4 warps")) != std::string::npos);
+    return d(r["ops"][0]["time_s"]);
+  };
+  const double one_warp = time_s(64, "64x64"), four_warps = time_s(128, "128x128");
+  CHECK(one_warp == Approx(four_warps).epsilon(0.1));
+  // The one-warp CTA's MACs at a quarter of the SM's 512 fp16 MACs per clock (1530 MHz).
+  CHECK(one_warp >= 64.0 * 64 * 65536 / (512 / 4) / 1.53e9);
+}
+
 TEST_CASE("Pascal's SIMT formats: HFMA2 doubles the P100's GEMM rate, DP4A quadruples the P40's", "[sim][simt]") {
   auto tflops = [](const std::string& chip, const std::string& dtype) {
     const YAML::Node r = simulate(source_path("configs/" + chip + ".yaml"), gemm_trace(2048, 2048, 2048, dtype));
