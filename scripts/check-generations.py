@@ -7,10 +7,10 @@ and a forum's T4 figure, from docs/validation/published/pre-hopper-gemm.csv; the
 cuBLAS 7.0 SGEMM curve (k40-sgemm-curve.csv beside it, 180 sizes), summarised by size band, and
 DeepBench's whole V100 GEMM list (deepbench-v100-gemm.csv, 320 shapes), summarised by format,
 size and layout. Each shape runs as one GEMM with the row's config overrides (`set`) and trace
-overrides (`trace_set`), as many at once as there are cores. Nothing in the configs was set from
-these figures. Prints a Markdown table with each row's error and a
-summary per system and format (split into shapes with m and n both at least 512 and the rest,
-where a group has both); asserts nothing.
+overrides (`trace_set`), as many at once as there are cores, and a run that repeats (the same
+GEMM in another layout or file) only once. Nothing in the configs was set from these figures.
+Prints a Markdown table with each row's error and a summary per system and format (split into
+shapes with m and n both at least 512 and the rest, where a group has both); asserts nothing.
 
   scripts/check-generations.py
   scripts/check-generations.py --system V100 --fidelity exact
@@ -120,10 +120,25 @@ def main():
         sys.exit(check(lines))
 
 
+SIMULATED = {}  # (what simulate() reads of a row, fidelity): its result, for rows that repeat a run
+
+
+def run_key(row, fidelity):
+    """What decides a row's simulation: the same GEMM in another layout (which the model does not
+    distinguish) or in another file is the same run."""
+    return tuple(row.get(f, "") for f in ("config", "set", "trace_set", "dtype", "m", "n", "k")) + (fidelity,)
+
+
 def simulate_all(xpusim, rows, fidelity):
-    """simulate() of each row, in the rows' order, as many at a time as there are cores."""
+    """simulate() of each row, in the rows' order: each distinct run once, as many at a time as
+    there are cores, the largest first."""
+    todo = list(dict.fromkeys(k for r in rows if (k := run_key(r, fidelity)) not in SIMULATED))
+    first = {run_key(r, fidelity): r for r in rows}
+    todo.sort(key=lambda k: -int(first[k]["m"]) * int(first[k]["n"]) * int(first[k]["k"]))
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        return list(pool.map(lambda r: simulate(xpusim, r, fidelity), rows))
+        for k, result in zip(todo, pool.map(lambda k: simulate(xpusim, first[k], fidelity), todo)):
+            SIMULATED[k] = result
+    return [SIMULATED[run_key(r, fidelity)] for r in rows]
 
 
 def summary(name, errs, what, median=False):
