@@ -43,6 +43,11 @@ STORED = os.path.join(ROOT, "docs", "validation", "check-generations.md")  # the
 QUOTING = os.path.join(ROOT, "docs", "validation.md")  # quotes rows and summaries of it
 
 
+def is_large(row):
+    """Both m and n at least LARGE: the summaries' split."""
+    return int(row["m"]) >= LARGE and int(row["n"]) >= LARGE
+
+
 def group(row):
     """The row's system and format, the format naming its trace overrides: `fp16 (switching=zeros)`."""
     return row["system"], row["dtype"] + "".join(f" ({t})" for t in filter(None, row.get("trace_set", "").split(";")))
@@ -101,7 +106,7 @@ def main():
         pub = float(r["tflops"])
         err = sim / pub - 1
         system, fmt = group(r)
-        groups[(system, fmt)].append((err, int(r["m"]) >= LARGE and int(r["n"]) >= LARGE))
+        groups[(system, fmt)].append((err, is_large(r)))
         lines.append(f"| {system} | {fmt} | {r['m']}x{r['n']}x{r['k']} | {kernel} | {pub:.3g} | {sim:.3g} | {err:+.0%} |")
     lines.append("")
     for (system, dtype), shapes in groups.items():
@@ -132,13 +137,14 @@ def run_key(row, fidelity):
 def simulate_all(xpusim, rows, fidelity):
     """simulate() of each row, in the rows' order: each distinct run once, as many at a time as
     there are cores, the largest first."""
-    todo = list(dict.fromkeys(k for r in rows if (k := run_key(r, fidelity)) not in SIMULATED))
-    first = {run_key(r, fidelity): r for r in rows}
+    keys = [run_key(r, fidelity) for r in rows]
+    first = {k: r for k, r in zip(keys, rows) if k not in SIMULATED}
+    todo = list(first)
     todo.sort(key=lambda k: -int(first[k]["m"]) * int(first[k]["n"]) * int(first[k]["k"]))
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         for k, result in zip(todo, pool.map(lambda k: simulate(xpusim, first[k], fidelity), todo)):
             SIMULATED[k] = result
-    return [SIMULATED[run_key(r, fidelity)] for r in rows]
+    return [SIMULATED[k] for k in keys]
 
 
 def summary(name, errs, what, median=False):
@@ -180,8 +186,8 @@ def deepbench_lines(xpusim, fidelity):
                  "the fourteen above among them; the model does not distinguish the layouts):", ""]
     for g in dict.fromkeys(group(r) for r, _ in results):
         mine = [(r, e) for r, e in results if group(r) == g]
-        large = [(r, e) for r, e in mine if int(r["m"]) >= LARGE and int(r["n"]) >= LARGE]
-        rest = [(r, e) for r, e in mine if (r, e) not in large]
+        large = [(r, e) for r, e in mine if is_large(r)]
+        rest = [(r, e) for r, e in mine if not is_large(r)]
         name = f"{g[0]}, {g[1]}, DeepBench's list"
         lines.append(summary(f"{name} (m, n >= {LARGE})", [e for _, e in large], "shapes", median=True))
         for lay in dict.fromkeys(layout(r) for r, _ in large):

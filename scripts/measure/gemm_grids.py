@@ -25,6 +25,24 @@ SHAPES = [("bf16", s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192)] + \
                                                                  (7168, 16384), (4096, 7168), (7168, 2048))]
 
 
+def launched_kernels(fn):
+    """The kernels one call of `fn` launches, from the PyTorch profiler's trace: each one's name,
+    grid, block, registers per thread, shared memory and duration."""
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    path = tempfile.mktemp(suffix=".json")
+    prof.export_chrome_trace(path)
+    events = json.load(open(path)).get("traceEvents", [])
+    os.remove(path)
+    for e in events:
+        if e.get("cat") != "kernel":
+            continue
+        a = e.get("args", {})
+        yield {"kernel": e["name"][:200], "grid": str(a.get("grid", "")), "block": str(a.get("block", "")),
+               "regs": a.get("registers per thread", ""), "smem": a.get("shared memory", ""), "dur_us": e.get("dur")}
+
+
 def main():
     out = sys.argv[1]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -36,20 +54,8 @@ def main():
             for _ in range(3):
                 fn()
             torch.cuda.synchronize()
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                fn()
-                torch.cuda.synchronize()
-            path = tempfile.mktemp(suffix=".json")
-            prof.export_chrome_trace(path)
-            events = json.load(open(path)).get("traceEvents", [])
-            os.remove(path)
-            for e in events:
-                if e.get("cat") != "kernel":
-                    continue
-                a = e.get("args", {})
-                row = {"dtype": dt, "m": m, "n": n, "k": k, "sms": sms, "kernel": e["name"][:200],
-                       "grid": str(a.get("grid", "")), "block": str(a.get("block", "")),
-                       "regs": a.get("registers per thread", ""), "smem": a.get("shared memory", ""), "dur_us": e.get("dur")}
+            for kern in launched_kernels(fn):
+                row = {"dtype": dt, "m": m, "n": n, "k": k, "sms": sms, **kern}
                 w.writerow(row)
                 print(row, flush=True)
             del fn

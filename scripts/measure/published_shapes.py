@@ -19,11 +19,9 @@ Usage: python3 published_shapes.py OUT --system V100         the rows whose syst
                                                              the K40's whole SGEMM curve"""
 import argparse
 import csv
-import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -94,23 +92,6 @@ def sustained(torch, fn, seconds):
     return gpu_ms / 1e3 / calls, calls, mean(0), mean(1), len(samples)
 
 
-def kernels(torch, fn):
-    """The kernels one call launches, from the PyTorch profiler's trace."""
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    path = tempfile.mktemp(suffix=".json")
-    prof.export_chrome_trace(path)
-    events = json.load(open(path)).get("traceEvents", [])
-    os.remove(path)
-    for e in events:
-        if e.get("cat") == "kernel":
-            a = e.get("args", {})
-            yield {"kernel": e["name"][:200], "grid": str(a.get("grid", "")), "block": str(a.get("block", "")),
-                   "regs": a.get("registers per thread", ""), "smem": a.get("shared memory", ""), "dur_us": e.get("dur")}
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
@@ -134,6 +115,8 @@ def main():
     if not a.out:
         ap.error("an output directory is needed (or --list)")
     import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gemm_grids import launched_kernels  # imports torch: not before --list has been handled
     if not torch.cuda.is_available():
         sys.exit("published_shapes: no CUDA device")
     os.makedirs(a.out, exist_ok=True)
@@ -156,7 +139,7 @@ def main():
                 tflops = 2 * int(r["m"]) * int(r["n"]) * int(r["k"]) / s / 1e12
                 out.update(calls=calls, s_per_call=s, tflops=tflops, ratio=tflops / float(r["tflops"]), sm_clock_mhz=clock,
                            power_w=power, samples=samples)
-                for kern in kernels(torch, fn):
+                for kern in launched_kernels(fn):
                     wk.writerow({"line": line, "m": r["m"], "n": r["n"], "k": r["k"], "dtype": r["dtype"], **kern})
                 del fn
             except Exception as e:  # a format or shape this card or torch build cannot run

@@ -26,7 +26,9 @@ class MmaSyncGemm : public GemmProgram {
 
   bool bulk_copies() const override { return false; }
 
-  int64_t warps() const { return std::max<int64_t>(1, (bm / kWarpTile) * std::max<int64_t>(1, bn / kWarpTile)); }
+  // Warps of a tbm x tbn CTA tile: one per 64 x 64 block of it.
+  static int64_t warps_of(int64_t tbm, int64_t tbn) { return std::max<int64_t>(1, (tbm / kWarpTile) * std::max<int64_t>(1, tbn / kWarpTile)); }
+  int64_t warps() const { return warps_of(bm, bn); }
   // MACs of one instruction: the shape's K holds as many bytes at every input width.
   double instr_macs() const {
     return static_cast<double>(mma_m * mma_n * mma_k) / static_cast<double>(mma_steps) * 16.0 / std::max(1, in_bits);
@@ -64,7 +66,7 @@ class MmaSyncGemm : public GemmProgram {
     double best = std::numeric_limits<double>::infinity();
     for (const auto& [tbm, tbn] : candidate_tiles(gpu)) {
       if (tbn % kWarpTile != 0 && tbn > kWarpTile) continue;
-      const int64_t n_warps = (tbm / kWarpTile) * std::max<int64_t>(1, tbn / kWarpTile);
+      const int64_t n_warps = warps_of(tbm, tbn);
       const int64_t threads = 32 * n_warps;
       // Accumulators of the warp's tile over 32 lanes, fragments double-buffered, addressing.
       // Per thread: the warp tile's accumulators over 32 lanes, and the A and B fragments of a
@@ -87,8 +89,7 @@ class MmaSyncGemm : public GemmProgram {
   // `per_sm` CTAs on an SM reach the share of them that their warps' blocks own (one one-warp CTA
   // alone on a four-block SM: a quarter).
   double step_cycles(const config::GpuConfig& gpu, int64_t tbm, int64_t tbn, double per_sm, double eff_rate) const override {
-    const double warps = static_cast<double>((tbm / kWarpTile) * std::max<int64_t>(1, tbn / kWarpTile));
-    const double share = std::min(1.0, per_sm * warps / gpu.sm.sub_partitions);
+    const double share = std::min(1.0, per_sm * static_cast<double>(warps_of(tbm, tbn)) / gpu.sm.sub_partitions);
     return per_sm * static_cast<double>(tbm * tbn * bk) / (eff_rate * share);
   }
 
