@@ -339,7 +339,7 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
     r.devices = placement.devices[i];
     r.collective = op.is_collective();
     dops[i].label = "'" + op.name + "' (" + op.loc.str() + ")";
-    dops[i].kernel_costs = op.kind != trace::OpKind::delay;
+    dops[i].kernel_costs = !op.is_timed_gap();
     if (r.collective) {
       r.job = job_of(op, r.devices);
       dops[i].collective = &r.job;
@@ -385,13 +385,15 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
   }
 
   // The watchdog's window: the stall_s limit, or longer where a timed gap of the trace alone
-  // lasts longer (a delay op is one CTA that finishes after its duration).
+  // lasts longer (a delay or host op is one CTA that finishes after its duration).
   double window = limits::current().stall_s;
   for (const auto& op : t.ops)
-    if (op.kind == trace::OpKind::delay) window = std::max(window, 2 * op.duration_s);
+    if (op.is_timed_gap()) window = std::max(window, 2 * op.duration_s);
   inject_faults(t, runs);
   LaunchCosts launch{g.kernels.launch_gap_s, g.kernels.kernel_start_s, g.kernels.kernel_end_s,
-                     g.kernels.launch_mode == "eager" ? g.kernels.eager_issue_s : 0};
+                     t.eager_issue_s >= 0               ? t.eager_issue_s
+                     : g.kernels.launch_mode == "eager" ? g.kernels.eager_issue_s
+                                                        : 0};
   WorkloadDriver driver("driver", dops, std::move(preds), launch, dispatchers, fabric.get(), g.collectives);
   std::function<void()> on_slice;
   if (opt.progress) {

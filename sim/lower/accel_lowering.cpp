@@ -129,7 +129,8 @@ std::vector<accel::AccelOp> lower_accelerator(const config::LoadedConfig& cfg, c
         out.push_back(sfu_op(static_cast<double>(op.elements()), per, op.min_bytes(), cfg, trace::op_kind_name(op.kind)));
         break;
       }
-      case OpKind::delay: {
+      case OpKind::delay:
+      case OpKind::host: {
         accel::AccelOp o;
         o.description = "timed gap";
         o.tile_cycles = std::ceil(op.duration_s * cfg.chip.accel.accelerator.clock_hz);

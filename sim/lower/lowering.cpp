@@ -61,7 +61,8 @@ LoweredOp Lowering::lower(const Op& op) {
     case OpKind::pointer_chase:
     case OpKind::strided_read:
     case OpKind::instruction_loop: return microbenchmark(op);
-    case OpKind::delay: return delay(op);
+    case OpKind::delay:
+    case OpKind::host: return delay(op);
     case OpKind::layernorm: return row_norm_applies(op) ? row_norm(op) : streaming(op);
     case OpKind::softmax: return softmax_warp_applies(op) ? softmax_warp(op) : streaming(op);
     default: return streaming(op);

@@ -183,7 +183,8 @@ LoweredOp Lowering::delay(const Op& op) {
   p->duration_s = op.duration_s;
   p->stages = 1;
   p->resources = CtaResources{32, 32 * 32, 0};
-  p->description = "timed gap of " + units::format(op.duration_s, units::Dim::Time);
+  p->description = std::string(op.kind == trace::OpKind::host ? "waiting for the host for " : "timed gap of ") +
+                   units::format(op.duration_s, units::Dim::Time);
   return finish(p, false);
 }
 

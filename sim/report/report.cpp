@@ -29,6 +29,43 @@ std::string table_as_named(const config::LoadedConfig& cfg) {
   const std::filesystem::path dir = std::filesystem::absolute(cfg.file).parent_path().lexically_normal();
   return std::filesystem::path(config::energy_config(cfg.chip).table).lexically_normal().lexically_relative(dir).string();
 }
+
+// Report::time_breakdown: the ops' spans swept in time order, every GPU's ops together; at each
+// instant the first of kernels, collectives and host ops that is active takes it: a collective
+// under a kernel, or host work under either, is hidden, and only what is exposed counts.
+Report::TimeBreakdown time_breakdown(const trace::Trace& t, const std::vector<OpReport>& ops, double end_s) {
+  enum Cat { kKernel, kCollective, kHost, kCats };
+  std::vector<std::tuple<double, int, Cat>> edges;  // (time, +1 start / -1 end, category)
+  for (size_t i = 0; i < ops.size() && i < t.ops.size(); ++i) {
+    const Metrics& m = ops[i].m;
+    if (!(m.end_s > m.start_s)) continue;
+    const Cat c = t.ops[i].kind == trace::OpKind::host ? kHost : t.ops[i].is_collective() ? kCollective : kKernel;
+    edges.emplace_back(std::max(0.0, m.start_s), +1, c);
+    edges.emplace_back(std::min(end_s, m.end_s), -1, c);
+  }
+  std::sort(edges.begin(), edges.end());
+  double sums[kCats] = {0, 0, 0};
+  int active[kCats] = {0, 0, 0};
+  double covered = 0, last = 0;
+  for (const auto& [time, delta, cat] : edges) {
+    if (time > last) {
+      for (int c = 0; c < kCats; ++c)
+        if (active[c] > 0) {
+          sums[c] += time - last;
+          covered += time - last;
+          break;
+        }
+      last = time;
+    }
+    active[cat] += delta;
+  }
+  Report::TimeBreakdown b;
+  b.host_s = sums[kHost];
+  b.collectives_s = sums[kCollective];
+  b.kernels_s = sums[kKernel];
+  b.idle_s = std::max(0.0, end_s - covered);
+  return b;
+}
 }  // namespace
 
 std::string overrides_text(const Report& rep) {
@@ -166,6 +203,7 @@ Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t,
     add_accel_energy(m, total_c, *table, voltage_of(total_core > 0 ? total_scaled / total_core : 1));
     if (t.tokens > 0) m.joules_per_token = m.energy_j / t.tokens;
   }
+  rep.time_breakdown = time_breakdown(t, rep.ops, r.end_s);
   return rep;
 }
 
@@ -320,7 +358,7 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     const double capacity = static_cast<double>(g.sm.count) * std::max(1, res.lowered.ctas_per_sm);
     // A kernel's time runs from its launch to its completion: its grid's start and end costs
     // (kernels.kernel_start, kernel_end) with its CTAs' work between, as a profiler times it.
-    const bool costs = op.kind != trace::OpKind::delay;
+    const bool costs = !op.is_timed_gap();
     const double k_start = res.run.submit_s - (costs ? g.kernels.kernel_start_s : 0);
     const double k_end = res.run.end_s + (costs ? g.kernels.kernel_end_s : 0);
     o.m = metrics(res.run.counters, k_start, k_end, op.flops(), peak, op.min_bytes(), capacity, g);
@@ -400,6 +438,7 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     if (t.tokens > 0) rep.total.joules_per_token = rep.total.energy_j / t.tokens;
   }
   set_scopes(rep, g, r);
+  rep.time_breakdown = time_breakdown(t, rep.ops, r.end_s);
   for (const Stat& s : r.stats.all()) {
     rep.stat_values.emplace_back(s.name, s.value);
     rep.stat_units.emplace_back(s.name, s.unit);

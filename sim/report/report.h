@@ -127,6 +127,13 @@ struct Report {
   PowerInfo power;
   FidelityInfo fidelity;
   Metrics total;  // the whole system's
+  // Where the run's time went, every GPU's ops on one timeline: each instant counted once, to
+  // kernels before collectives before host ops (only exposed communication and host time
+  // count); what none covers (launch gaps) is idle.
+  // The four add up to total.time_s.
+  struct TimeBreakdown {
+    double kernels_s = 0, collectives_s = 0, host_s = 0, idle_s = 0;
+  } time_breakdown;
   Scope per_gpu;  // the total's share of one GPU (a system of several GPUs)
   std::vector<OpReport> ops;
   std::vector<std::pair<std::string, double>> stat_values;

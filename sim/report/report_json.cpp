@@ -148,6 +148,9 @@ std::string to_json(const Report& rep) {
   }
   write_metrics(w, rep.total);
   w.end_object();
+  const Report::TimeBreakdown& b = rep.time_breakdown;
+  w.key("time_breakdown").begin_object().field("kernels_s", b.kernels_s).field("collectives_s", b.collectives_s)
+      .field("host_s", b.host_s).field("idle_s", b.idle_s).end_object();
   w.key("ops").begin_array();
   for (const OpReport& o : rep.ops) {
     w.begin_object();

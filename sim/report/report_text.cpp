@@ -148,6 +148,10 @@ std::string to_markdown(const Report& rep, double wall_s) {
   for (size_t at = total.find('\n'); at != std::string::npos; at = total.find('\n', at)) total.replace(at, 1, ".\n\n"), at += 3;
   os << total << ".\n\n";
   if (rep.gpus > 1) os << kPerGpuNote << ".\n\n";
+  if (const auto& b = rep.time_breakdown; b.host_s > 0 || b.collectives_s > 0)
+    os << "Time: kernels " << units::format(b.kernels_s, units::Dim::Time) << ", collectives "
+       << units::format(b.collectives_s, units::Dim::Time) << ", host runtime " << units::format(b.host_s, units::Dim::Time)
+       << ", idle between them " << units::format(b.idle_s, units::Dim::Time) << ".\n\n";
   const auto r = rows(rep, 200);
   for (size_t i = 0; i < r.size(); ++i) {
     os << "|";

@@ -21,6 +21,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::strided_read: return "strided_read";
     case OpKind::instruction_loop: return "instruction_loop";
     case OpKind::delay: return "delay";
+    case OpKind::host: return "host";
     case OpKind::all_reduce: return "all_reduce";
     case OpKind::all_gather: return "all_gather";
     case OpKind::reduce_scatter: return "reduce_scatter";
@@ -77,7 +78,8 @@ double Op::flops() const {
              static_cast<double>(c * r * s);
     case OpKind::pointer_chase:
     case OpKind::strided_read:
-    case OpKind::delay: return 0;
+    case OpKind::delay:
+    case OpKind::host: return 0;
     case OpKind::all_reduce:
     case OpKind::all_gather:
     case OpKind::reduce_scatter:
@@ -117,7 +119,8 @@ double Op::min_bytes() const {
     case OpKind::pointer_chase: return static_cast<double>(footprint / stride) * 8.0;  // one pointer per element
     case OpKind::strided_read: return static_cast<double>(footprint / stride) * static_cast<double>(access);
     case OpKind::instruction_loop:
-    case OpKind::delay: return 0;
+    case OpKind::delay:
+    case OpKind::host: return 0;
     case OpKind::all_reduce:
     case OpKind::all_gather:
     case OpKind::reduce_scatter:
@@ -160,7 +163,8 @@ std::string Op::shape_text() const {
       return "footprint " + std::to_string(footprint) + " stride " + std::to_string(stride) + " loads " + std::to_string(loads) + (warmup ? "" : " cold");
  case OpKind::instruction_loop:
       return std::to_string(warps) + " warps x " + std::to_string(count) + " " + instruction;
-    case OpKind::delay: return units::format(duration_s, units::Dim::Time);
+    case OpKind::delay:
+    case OpKind::host: return units::format(duration_s, units::Dim::Time);
     case OpKind::all_reduce:
     case OpKind::all_gather:
     case OpKind::reduce_scatter:

@@ -40,6 +40,7 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
       {OpKind::strided_read, {"footprint", "stride", "access", "passes"}},
       {OpKind::instruction_loop, {"instruction", "count", "warps", "macs_per_instruction"}},
       {OpKind::delay, {"duration"}},
+      {OpKind::host, {"duration"}},
       {OpKind::all_reduce, {"bytes", "algorithm", "protocol"}},
       {OpKind::all_gather, {"bytes", "algorithm", "protocol"}},
       {OpKind::reduce_scatter, {"bytes", "algorithm", "protocol"}},
@@ -496,7 +497,8 @@ class Parser {
         if (o.stride > o.footprint) fail(cx.at(n), path + ".stride", "must not exceed the footprint");
         if (o.passes > 1000) fail(cx.at(n), path + ".passes", "at most 1000 passes");
         break;
-      case OpKind::delay: {
+      case OpKind::delay:
+      case OpKind::host: {
         const YAML::Node d = need("duration");
         if (!d.IsScalar()) fail(cx.at(d), path + ".duration", "expected a time, e.g. 12.5 us");
         try {
@@ -630,8 +632,8 @@ class Parser {
 };
 
 void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
-  const std::vector<std::string> keys = jsonl ? std::vector<std::string>{"xpusim_trace", "name", "description", "tokens"}
-                                              : std::vector<std::string>{"xpusim_trace", "name", "description", "tokens", "ops"};
+  const std::vector<std::string> keys = jsonl ? std::vector<std::string>{"xpusim_trace", "name", "description", "tokens", "eager_issue"}
+                                              : std::vector<std::string>{"xpusim_trace", "name", "description", "tokens", "eager_issue", "ops"};
   const YAML::Node v = root["xpusim_trace"];
   if (!v && jsonl && root["kind"])
     fail(cx.at(root), "", "the first line must be the header {\"xpusim_trace\": 1}, and this line is an op");
@@ -657,6 +659,15 @@ void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
     t.description = d.Scalar();
   }
   if (root["tokens"]) t.tokens = static_cast<double>(get_int(cx, root["tokens"], "tokens", 1, int64_t{1} << 40));
+  if (const YAML::Node e = root["eager_issue"]) {
+    if (!e.IsScalar()) fail(cx.at(e), "eager_issue", "expected a time, e.g. 8 us");
+    try {
+      t.eager_issue_s = units::parse(e.Scalar(), units::Dim::Time).value;
+    } catch (const std::invalid_argument& ex) {
+      fail(cx.at(e), "eager_issue", ex.what());
+    }
+    if (!(t.eager_issue_s >= 0 && t.eager_issue_s <= 1)) fail(cx.at(e), "eager_issue", "must be between 0 s and 1 s");
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ namespace xpusim::trace {
 
 enum class OpKind {
   gemm, elementwise, reduction, softmax, layernorm, attention, conv2d, pointer_chase, strided_read, instruction_loop, delay,
+  host,
   // Collectives over the system's GPUs (models/interconnect/collective.h)
   all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv
 };
@@ -77,7 +78,9 @@ struct Op {
   std::string instruction;
   int64_t count = 0, warps = 0, macs_per_instruction = 0;
   // delay: the device is busy for `duration_s` doing work the trace does not describe (an
-  // imported kernel of unknown kind, kept as a timed gap).
+  // imported kernel of unknown kind, kept as a timed gap). host: the device waits `duration_s`
+  // for its host (a serving runtime's scheduling, input preparation, output processing); timed
+  // as a delay, reported as host time rather than kernel time.
   double duration_s = 0;
   // Collectives: nccl-tests' size (collective.h: CollectiveJob::bytes), the algorithm (auto,
   // ring, tree, nvls, direct) and NCCL's protocol (auto, ll, ll128, simple).
@@ -86,6 +89,8 @@ struct Op {
   std::string protocol = "auto";
 
   bool is_collective() const { return kind >= OpKind::all_reduce; }
+  // A delay or a host op: a span of time with no device work described.
+  bool is_timed_gap() const { return kind == OpKind::delay || kind == OpKind::host; }
 
   int64_t elements() const;  // elementwise/row-wise: product of shape
   int64_t rows() const;      // product of all but the last dimension
@@ -110,6 +115,9 @@ struct Trace {
   std::string file;
   std::string description;
   double tokens = 0;  // tokens the workload produces or processes (LLM steps): joules per token
+  // `eager_issue`: the trace's kernels are issued one at a time by a host this far apart (a
+  // runtime's step run without a CUDA graph), over the config's kernels.launch; -1: as the config.
+  double eager_issue_s = -1;
   std::vector<Op> ops;
   std::vector<std::string> overrides;  // "key=value" of each --trace-set applied (reports record them)
 };

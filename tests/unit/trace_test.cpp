@@ -124,6 +124,38 @@ TEST_CASE("trace errors name file, line, column and key", "[trace][errors]") {
   CHECK_THAT(trace_error("xpusim_trace: 1\nops:\n  - 42\n"), Catch::Contains("must be a mapping"));
 }
 
+TEST_CASE("a host op waits its duration and the report counts it as host time", "[trace][sim]") {
+  const std::string host = "  - {name: wait, kind: host, duration: 50 us}\n";
+  const std::string gemm = "  - {name: g, kind: gemm, m: 1024, n: 1024, k: 1024, dtype: bf16}\n";
+  const auto t = trace::load_trace(temp_file(kHead + host));
+  REQUIRE(t.ops.size() == 1);
+  CHECK(t.ops[0].kind == trace::OpKind::host);
+  CHECK(t.ops[0].is_timed_gap());
+  CHECK_FALSE(t.ops[0].is_collective());
+  CHECK(t.ops[0].flops() == 0);
+  CHECK_THAT(trace_error(kHead + "  - {name: wait, kind: host, duration: -1 us}\n"), Catch::Contains("ops[0].duration"));
+  CHECK_THAT(trace_error(kHead + "  - {name: wait, kind: host}\n"), Catch::Contains("duration"));
+  const std::string h100 = xpusim::testing::source_path("configs/h100-sxm.yaml");
+  const YAML::Node r = xpusim::testing::simulate(h100, kHead + host + gemm);
+  const YAML::Node b = r["time_breakdown"];
+  CHECK(b["host_s"].as<double>() == Approx(50e-6).epsilon(1e-6));
+  CHECK(b["kernels_s"].as<double>() == Approx(r["ops"][1]["time_s"].as<double>()).epsilon(1e-9));
+  CHECK(b["collectives_s"].as<double>() == 0);
+  CHECK(b["kernels_s"].as<double>() + b["host_s"].as<double>() + b["idle_s"].as<double>() ==
+        Approx(r["total"]["time_s"].as<double>()).epsilon(1e-9));
+  // Beside the kernels on another stream, host time under a kernel is hidden: only what does not
+  // overlap the kernel counts (here the kernel's launch, at most).
+  const YAML::Node side = xpusim::testing::simulate(h100, kHead + "  - {name: wait, kind: host, duration: 5 us, stream: 1}\n" + gemm);
+  CHECK(side["time_breakdown"]["host_s"].as<double>() < 2e-6);
+  CHECK(side["total"]["time_s"].as<double>() < r["total"]["time_s"].as<double>() - 40e-6);
+  // A trace's eager_issue: kernels issued one at a time, that far apart.
+  std::string chain = "xpusim_trace: 1\neager_issue: 40 us\nops:\n";
+  for (int i = 0; i < 10; ++i) chain += "  - {name: e" + std::to_string(i) + ", kind: elementwise, shape: [256], dtype: bf16}\n";
+  const YAML::Node eager = xpusim::testing::simulate(h100, chain);
+  CHECK(eager["total"]["time_s"].as<double>() >= 10 * 40e-6);
+  CHECK_THAT(trace_error("xpusim_trace: 1\neager_issue: 5\nops:\n" + gemm), Catch::Contains("eager_issue"));
+}
+
 TEST_CASE("a delay op takes its duration, with units, and nothing else", "[trace][sim]") {
   const auto t = trace::load_trace(temp_file(kHead + "  - {name: gap, kind: delay, duration: 12.5 us}\n"));
   REQUIRE(t.ops.size() == 1);
