@@ -502,10 +502,13 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
     throw UserError(op.loc.str() + ": op '" + op.name + "': no tile in kernels.gemm.tiles fits the SM's shared memory and " +
                     (tcgen05 ? "tensor memory" : "registers"));
   p->count_tiles();
-  // Split-K where a skinny GEMM leaves SMs idle (one CTA per tile; tcgen05's persistent CTAs
-  // balance their own work).
+  // Split-K where a skinny GEMM leaves SMs idle: one CTA per tile and split (tcgen05's
+  // persistent CTAs walk the tiles unsplit where there are enough of them to fill the SMs).
   p->reduce_kernel = kl.gemm_split_k_reduction == "kernel";
-  if (!tcgen05 && kl.gemm_split_k) p->choose_splits(gpu_, eff_rate);
+  if (kl.gemm_split_k) {
+    p->choose_splits(gpu_, eff_rate);
+    if (p->splits > 1) p->splits_chosen();
+  }
   // Stream-K where the tiles leave a ragged last wave (tcgen05's persistent CTAs balance their own).
   if (!tcgen05 && kl.gemm_stream_k) p->choose_stream_k(gpu_, eff_rate);
   // Hopper's libraries run GEMMs of more than one wave of tiles as persistent kernels

@@ -156,6 +156,9 @@ class GemmProgram : public KernelProgram {
   // one's (Hopper's cuBLAS runs skinny GEMMs in narrow tiles split over K where a wider tile
   // alone would run unsplit: h100-sxm-2026-11-24/skinny.csv's kernel names).
   virtual bool splits_choose_tile() const { return false; }
+  // After choose_splits chose to split: a variant whose CTAs walk several tiles (tcgen05's
+  // persistent grid) gives that up for one CTA per tile and split.
+  virtual void splits_chosen() {}
   // Whether the operand tiles arrive by bulk copies (TMA: one instruction per tile); otherwise
   // mma_costs counts the copy instructions.
   virtual bool bulk_copies() const { return on_tensor_cores(); }

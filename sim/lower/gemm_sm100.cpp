@@ -40,17 +40,18 @@ class Tcgen05Gemm : public GemmProgram {
     const uint64_t t = tiles();
     return cta >= t ? 0 : (t - 1 - cta) / grid + 1;
   }
-  uint64_t num_ctas() const override { return grid > 0 ? grid : tiles(); }
-  uint64_t steps(uint64_t cta) const override { return (grid > 0 ? tiles_of(cta) : 1) * k_steps(); }
+  // grid 0: one CTA per tile and split, as GemmProgram schedules them.
+  uint64_t num_ctas() const override { return grid > 0 ? grid : GemmProgram::num_ctas(); }
+  uint64_t steps(uint64_t cta) const override { return grid > 0 ? tiles_of(cta) * k_steps() : GemmProgram::steps(cta); }
   void step(uint64_t cta, uint64_t s, StepWork& w) const override {
-    if (grid == 0) return tile_step(cta, s, w);
+    if (grid == 0) return GemmProgram::step(cta, s, w);
     const uint64_t ks = k_steps(), i = s / ks, kst = s % ks;
     tile_step(cta + i * grid, kst, w);
     // The previous tile's accumulators drain from the other TMEM buffer while this one fills.
     if (kst == 0 && i > 0) tile_epilogue(cta + (i - 1) * grid, w);
   }
   void epilogue(uint64_t cta, StepWork& w) const override {
-    if (grid == 0) return tile_epilogue(cta, w);
+    if (grid == 0) return GemmProgram::epilogue(cta, w);
     const uint64_t n = tiles_of(cta);
     if (n > 0) tile_epilogue(cta + (n - 1) * grid, w);
   }
@@ -138,6 +139,10 @@ class Tcgen05Gemm : public GemmProgram {
     const uint64_t per_gpu = static_cast<uint64_t>(sm.count / cluster * cluster);
     grid = acc_buffers == 2 ? std::min(t, std::max<uint64_t>(per_gpu, static_cast<uint64_t>(cluster))) : 0;
   }
+
+  // CUTLASS's SM100 kernels split K through their tile scheduler (split-K and stream-K modes of
+  // the persistent scheduler): a skinny GEMM of fewer tiles than SMs runs a CTA per tile and split.
+  void splits_chosen() override { grid = 0; }
 
   std::string describe() const override {
     std::ostringstream os;
