@@ -64,6 +64,23 @@ def _load_generator():
 
 # The trace generator: model cards, formats, and the traces of steps.
 GEN = _load_generator()
+# Serving runtime profiles (python/xpusim/runtime.py, as the generator loads it).
+RUNTIME = GEN.RUNTIME
+
+
+def _load_report():
+    spec = importlib.util.spec_from_file_location("xpusim_serve_report",
+                                                  os.path.join(ROOT, "python", "xpusim", "serve_report.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# The outputs (python/xpusim/serve_report.py): the summary, its files and the rate sweep's page.
+REPORT = _load_report()
+TBT_BINS, tbt_bin, hist_percentile, percentile = REPORT.TBT_BINS, REPORT.tbt_bin, REPORT.hist_percentile, REPORT.percentile
+latency_breakdown, summarise, write = REPORT.latency_breakdown, REPORT.summarise, REPORT.write
+svg_chart, html_page = REPORT.svg_chart, REPORT.html_page
 # Block scales stored beside fp4 weights, bits per element: an E8M0 per 32 (MXFP4), an E4M3 per 16 (NVFP4).
 SCALE_BITS = {"mxfp4": 8 / 32, "nvfp4": 8 / 16}
 
@@ -106,6 +123,8 @@ def parse_length(text, flag):
 
 
 def generate_requests(a, max_context):
+    if getattr(a, "concurrency", 0):
+        return closed_loop_requests(a, max_context)
     if a.rate <= 0 or a.duration <= 0:
         fail("--rate and --duration must be positive")
     rng = random.Random(a.seed)
@@ -123,6 +142,22 @@ def generate_requests(a, max_context):
             p = max(1, max_context - o)
             o = min(o, max_context - p)
         reqs.append({"id": str(len(reqs)), "arrival": t, "prompt_tokens": p, "output_tokens": o, "priority": 0})
+    return reqs
+
+
+def closed_loop_requests(a, max_context):
+    """--num-requests requests for --concurrency clients (arrivals set as clients send them)."""
+    if a.num_requests < 1:
+        fail("--num-requests must be at least 1")
+    rng = random.Random(a.seed)
+    prompt, output = parse_length(a.prompt_len, "--prompt-len"), parse_length(a.output_len, "--output-len")
+    reqs = []
+    for i in range(a.num_requests):
+        p, o = prompt(rng), output(rng)
+        if p + o > max_context:
+            p = max(1, max_context - o)
+            o = min(o, max_context - p)
+        reqs.append({"id": str(i), "arrival": 0.0, "prompt_tokens": p, "output_tokens": o, "priority": 0})
     return reqs
 
 
@@ -311,7 +346,9 @@ class StepModel:
         dense part's growth from B to B + N rows plus the chunks' attention.
     Points missing from the cache are simulated --jobs at a time."""
 
-    VALUES = 4  # per point: time, energy, the attention kernels' time and energy
+    # Per point: time, energy, the attention kernels' time and energy, and the collectives' time
+    # where no kernel runs beside them (the report's time_breakdown.collectives_s).
+    VALUES = 5
 
     def __init__(self, a, card, out):
         self.a, self.card, self.out = a, card, out
@@ -319,6 +356,11 @@ class StepModel:
         self.cache = {}
         self.merge_file()
         self.lengths = ladder(16, a.bucket_ratio, max(a.max_context, a.max_batched_tokens))
+        # No point beyond the model's context (one sequence that long is not the model): the
+        # ladder ends at the context, and steps of more rows extend along its last two points.
+        cap = card.get("context")
+        if cap and self.lengths[-1] > cap:
+            self.lengths = [x for x in self.lengths if x < cap] + [cap]
         self.pasts = [0] + self.lengths  # tokens cached before a chunk
         self.jobs = max(1, a.jobs or os.cpu_count() or 1)
         self.simulated = 0
@@ -349,8 +391,17 @@ class StepModel:
     def key(self, phase, batch, length, past=0):
         a = self.a
         where = f" past{past}" if past else ""
+        rt = f" sampler-{a.sampler}" if getattr(a, "sampler", None) else ""
+        rt += "".join(f" {s}" for s in self.runtime_sets(phase, batch))
         return (f"{phase} b{batch} n{length}{where} tp{a.tp} w{a.weights} m{a.math or a.weights} kv{a.kv} "
-                f"page{a.kv_page} {os.path.basename(a.model)} {os.path.basename(a.config)} {' '.join(a.set)}")
+                f"page{a.kv_page} {os.path.basename(a.model)} {os.path.basename(a.config)} {' '.join(a.set)}{rt}")
+
+    def runtime_sets(self, phase, batch):
+        """The runtime's engine overrides for a point: eager issue where it runs the step without
+        a CUDA graph (a prefill's attention kernel alone runs as its prefill does)."""
+        if not self.a.rt:
+            return []
+        return self.a.rt.engine_sets("decode" if phase == "decode" else "prefill", batch)
 
     # -- the points -------------------------------------------------------------------------
 
@@ -434,7 +485,7 @@ class StepModel:
         return [u + w * (v - u) for u, v in zip(v0, v1)]
 
     def decode(self, batch, context):
-        """(time, energy, attention time, attention energy) of a decode step."""
+        """(time, energy, attention time, attention energy, collectives' time) of a decode step."""
         def at_batch(b):
             lo, hi = self.length_bracket(context)
             return self.along(lo, hi, context, lambda n: self.value("decode", b, n))
@@ -442,15 +493,17 @@ class StepModel:
         return self.along(blo, bhi, batch, at_batch)
 
     def line(self, n):
-        """(time, energy, attention time, attention energy) of a prefill of one sequence of n tokens."""
+        """(time, energy, attention time, attention energy, collectives' time) of a prefill of one
+        sequence of n tokens."""
         lo, hi = self.length_bracket(n)
         return self.along(lo, hi, n, lambda x: self.value("prefill", 1, x))
 
     def dense(self, rows):
+        """(time, energy, collectives' time) of the dense part of a step of `rows` token rows."""
         if rows <= 0:
-            return 0.0, 0.0
-        t, e, ta, ea = self.line(rows)
-        return t - ta, e - ea
+            return 0.0, 0.0, 0.0
+        t, e, ta, ea, tc = self.line(rows)
+        return t - ta, e - ea, tc
 
     def attention(self, n, past):
         """The attention kernels of a prefill of n tokens after `past` cached ones: those of the
@@ -458,7 +511,7 @@ class StepModel:
         at the points of the two ladders around (n, past)."""
         lo, hi = self.length_bracket(n)
         # Between lengths, linear in the query-key pairs (n^2 / 2 causal, n p more after p cached).
-        _, _, ta, ea = self.along(lo, hi, n, lambda x: self.value("prefill", 1, x), lambda x: x * x)
+        _, _, ta, ea, _ = self.along(lo, hi, n, lambda x: self.value("prefill", 1, x), lambda x: x * x)
         if not past:
             return ta, ea
 
@@ -470,8 +523,15 @@ class StepModel:
         return ta + t1 - t0, ea + e1 - e0
 
     def step(self, decode=None, prefills=()):
-        """(seconds, joules) of a step: `decode` = (batch, mean context) of the sequences that
-        decode a token, or None; `prefills` = [(new tokens, tokens already cached), ...]."""
+        """(seconds, joules, the collectives' seconds) of a step's kernels: `decode` = (batch, mean
+        context) of the sequences that decode a token, or None; `prefills` = [(new tokens, tokens
+        already cached), ...]. With a runtime whose CUDA graphs hold the decode batch, the decode
+        runs at the captured size: its rows padded up, the same KV bytes read over the padded batch."""
+        rt = self.a.rt
+        if decode and rt:
+            padded = rt.graph_batch(decode[0])
+            if padded and padded != decode[0]:
+                decode = (padded, max(1, round(decode[1] * decode[0] / padded)))
         rows = sum(n for n, _ in prefills)
         pts = []
         if decode:
@@ -483,17 +543,18 @@ class StepModel:
             for n, past in prefills:
                 pts += self.line_points(n) + self.past_points(n, past)
         self.ensure(pts)
-        t = e = 0.0
+        t = e = tc = 0.0
         if decode:
-            t, e = self.decode(*decode)[:2]
+            v = self.decode(*decode)
+            t, e, tc = v[0], v[1], v[4]
         if prefills:
             b = decode[0] if decode else 0
-            (t1, e1), (t0, e0) = self.dense(b + rows), self.dense(b)
-            t, e = t + t1 - t0, e + e1 - e0
+            (t1, e1, c1), (t0, e0, c0) = self.dense(b + rows), self.dense(b)
+            t, e, tc = t + t1 - t0, e + e1 - e0, tc + c1 - c0
             for n, past in prefills:
                 ta, ea = self.attention(n, past)
                 t, e = t + ta, e + ea
-        return t, e
+        return t, e, tc
 
     def exact(self, phase, batch, length, past=0):
         """(seconds, joules) of a step of this uniform shape, simulated as it is."""
@@ -522,6 +583,8 @@ class StepModel:
                 cmd += ["--math", a.math]
             if a.kv_page:
                 cmd += ["--kv-page", str(a.kv_page)]
+            if getattr(a, "sampler", None) and not alone:
+                cmd += ["--sampler", a.sampler]
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode != 0:
                 fail(p.stderr.strip() or p.stdout.strip())
@@ -533,15 +596,16 @@ class StepModel:
                     f.write(GEN.dump(t))
             outdir = os.path.join(tmp, "out")
             cmd = [XPUSIM, "run", "-q", "-c", a.config, "-t", trace, "--out", outdir] + \
-                sum((["--set", s] for s in self.sets()), [])
+                sum((["--set", s] for s in self.sets() + self.runtime_sets(phase, batch)), [])
             p = subprocess.run(cmd, capture_output=True, text=True,
                                env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
             if p.returncode != 0:
                 fail(f"xpusim run failed on a {phase} step (batch {batch}, length {length}):\n{p.stderr.strip()}")
             rep = json.load(open(os.path.join(outdir, "report.json")))
         total_t, total_e = rep["total"]["time_s"], rep["total"]["energy"]["total_j"]
+        coll_t = rep["time_breakdown"]["collectives_s"]  # the layers' all-reduces (and the logits' gather)
         if alone:
-            return [total_t * L, total_e * L, total_t * L, total_e * L]
+            return [total_t * L, total_e * L, total_t * L, total_e * L, 0.0]
         ops = rep["ops"]
         ops_e = sum(o["energy"]["total_j"] for o in ops)
         gaps = total_e / ops_e if ops_e > 0 else 1  # the gaps' share of the energy (leakage between ops)
@@ -554,11 +618,12 @@ class StepModel:
             every = [i for i, o in enumerate(ops) if o["name"].startswith("layer[") and o_kind(o) == "attention"]
             attn_t = sum(ops[i]["end_s"] - ops[i]["start_s"] for i in every)
             attn_e = sum(ops[i]["energy"]["total_j"] for i in every) * gaps
-            return [total_t, total_e, attn_t, attn_e]
+            return [total_t, total_e, attn_t, attn_e, coll_t]
         after = ops[second[-1] + 1]["start_s"] if second[-1] + 1 < len(ops) else rep["total"]["end_s"]
         span = after - ops[second[0]]["start_s"]
         layer_e = sum(ops[i]["energy"]["total_j"] for i in second) * gaps
-        return [total_t + (L - 2) * span, total_e + (L - 2) * layer_e, attn_t, attn_e]
+        # Each layer's collectives as the simulated ones' mean (a sampler's gather is one of them).
+        return [total_t + (L - 2) * span, total_e + (L - 2) * layer_e, attn_t, attn_e, coll_t * L / layers]
 
     def sets(self):
         a = self.a
@@ -600,25 +665,6 @@ class Request:
         return self.prompt + self.done
 
 
-TBT_BINS = 200  # bins per factor of e: a percentile of the times between tokens within 0.5%
-
-
-def tbt_bin(gap):
-    return int(math.floor(math.log(max(gap, 1e-9)) * TBT_BINS))
-
-
-def hist_percentile(hist, q):
-    """The q-th percentile of a tbt_bin histogram (the bin's middle)."""
-    total = sum(hist.values())
-    if not total:
-        return None
-    seen = 0
-    for b in sorted(hist):
-        seen += hist[b]
-        if seen >= q / 100 * total:
-            return math.exp((b + 0.5) / TBT_BINS)
-
-
 def blocks_for(tokens, size):
     return -(-tokens // size)
 
@@ -649,6 +695,9 @@ class Server:
         self.pending_io = 0.0  # seconds of swap copies the next step waits for
         self.swaps = 0
         self.swap_s = 0.0
+        # Where the steps' time went: kernels, collectives no kernel hides, and the runtime's host
+        # work the kernels do not hide (summarise: the latency breakdown).
+        self.time_parts = {"kernels_s": 0.0, "collectives_s": 0.0, "host_s": 0.0}
 
     def load(self):
         return len(self.waiting) + len(self.running)
@@ -700,7 +749,15 @@ class Server:
             return False
         self.max_used = max(self.max_used, self.blocks - self.free)
         dec = (len(decoding), sum(r.context() for r in decoding) // len(decoding)) if decoding else None
-        t, e = self.steps.step(dec, [(n, r.context() - r.todo) for r, n in chunks])
+        t, e, coll = self.steps.step(dec, [(n, r.context() - r.todo) for r, n in chunks])
+        wall = t
+        if a.rt:
+            wall = a.rt.step_s(t, decode=len(decoding), prefill_seqs=len(chunks),
+                               prefill_tokens=sum(n for _, n in chunks))
+        self.time_parts["kernels_s"] += t - coll
+        self.time_parts["collectives_s"] += coll
+        self.time_parts["host_s"] += wall - t
+        t = wall
         if self.pipe:
             t = self.pipe.enter(self.now, t, len(decoding) + sum(n for _, n in chunks))
         t, self.pending_io = t + self.pending_io, 0.0  # the step waits for the swap copies before it
@@ -936,12 +993,24 @@ class Cluster:
         return min(pool, key=lambda s: (s.load(), s.now))
 
     def run(self, requests):
-        pending = [Request(r) for r in requests]
-        for i, r in enumerate(pending):
+        reqs = [Request(r) for r in requests]
+        for i, r in enumerate(reqs):
             r.seq = i
-        nxt, inf = 0, float("inf")
+        inf = float("inf")
+        a = self.a
+        # The API server's part (HTTP, tokenisation) before the scheduler sees a request.
+        ingress = a.rt.arrival_path_s if a.rt else (lambda prompt: 0.0)
+        egress = a.rt.first_token_s if a.rt else 0.0  # a token's way back to the client
+        # Open loop: every request at its arrival. Closed loop (--concurrency N): N clients, each
+        # sending its next request when its last answer has reached it.
+        closed = getattr(a, "concurrency", 0) or 0
+        for r in reqs[:closed]:
+            r.arrival = 0.0  # the clients' first requests, together
+        pending = [(r.arrival + ingress(r.prompt), r.seq, r) for r in (reqs[:closed] if closed else reqs)]
+        heapq.heapify(pending)
+        later = iter(reqs[closed:] if closed else ())
         while True:
-            t_arr = pending[nxt].arrival if nxt < len(pending) else inf
+            t_arr = pending[0][0] if pending else inf
             t_kv = self.transfers[0][0] if self.transfers else inf
             busy = [s for s in self.servers if s.waiting or s.running]
             s = min(busy, key=lambda s: s.now) if busy else None
@@ -950,20 +1019,32 @@ class Cluster:
                 t, _, r = heapq.heappop(self.transfers)
                 self.route(self.decoders).arrive(r, t)
             elif t_arr <= t_step and t_arr < inf:
-                self.route(self.entry).arrive(pending[nxt], t_arr)
-                nxt += 1
+                self.route(self.entry).arrive(heapq.heappop(pending)[2], t_arr)
             elif s is None:
                 break
+            elif closed:
+                before = len(s.done)
+                if not s.step():
+                    self.stuck(s)
+                for r in s.done[before:]:
+                    nxt = next(later, None)
+                    if nxt is not None:
+                        nxt.arrival = r.finish + egress
+                        heapq.heappush(pending, (nxt.arrival + ingress(nxt.prompt), nxt.seq, nxt))
             elif not s.step():
-                r = s.waiting[0]
-                fail(f"request {r.id}: its {r.context() + 1} tokens need "
-                     f"{blocks_for(r.context() + 1, self.a.block_size)} KV blocks, more than the cache's "
-                     f"{s.blocks}" + (f" (the replica's {self.replica.blocks} shared by --pp {self.a.pp} engines)"
-                                      if self.a.pp > 1 else ""))
+                self.stuck(s)
         end = max(s.now for s in self.servers)
         for s in self.servers:  # idle to the end, so that every replica's clock spans the run
             s.advance(end - s.now, None, 0)
         return [r for s in self.servers for r in s.done]
+
+    def stuck(self, s):
+        """A replica whose first waiting request can never be admitted."""
+        r = s.waiting[0]
+        fail(f"request {r.id}: its {r.context() + 1} tokens need "
+             f"{blocks_for(r.context() + 1, self.a.block_size)} KV blocks, more than the cache's "
+             f"{s.blocks}" + (f" (the replica's {self.replica.blocks} shared by --pp {self.a.pp} engines)"
+                              if self.a.pp > 1 else ""))
 
     # The figures summarise() reads, over the replicas.
     @property
@@ -1044,108 +1125,6 @@ def time_seconds(text):
 # Reporting
 
 
-def percentile(xs, q):
-    if not xs:
-        return None
-    xs = sorted(xs)
-    k = (len(xs) - 1) * q / 100
-    lo, hi = math.floor(k), math.ceil(k)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
-
-
-def summarise(a, reqs, finished, server, replica, steps):
-    servers = getattr(server, "servers", [server])
-    rows = []
-    for r in sorted(finished, key=lambda r: r.arrival):
-        tpot = (r.finish - r.first_token) / (r.output - 1) if r.output > 1 else None
-        rows.append({"id": r.id, "arrival_s": r.arrival, "prompt_tokens": r.prompt, "output_tokens": r.output,
-                     "ttft_s": r.first_token - r.arrival, "tpot_s": tpot, "e2e_s": r.finish - r.arrival,
-                     "preemptions": r.preemptions})
-    span = max(r.finish for r in finished) - min(r.arrival for r in finished) if finished else 0
-    out_tokens = sum(r.output for r in finished)
-    ttft = [x["ttft_s"] for x in rows]
-    tpot = [x["tpot_s"] for x in rows if x["tpot_s"] is not None]
-    e2e = [x["e2e_s"] for x in rows]
-
-    def pcts(xs):
-        return {f"p{q}": percentile(xs, q) for q in (50, 90, 99)} | {"mean": sum(xs) / len(xs) if xs else None}
-
-    good = [x for x in rows if (a.slo_ttft is None or x["ttft_s"] <= a.slo_ttft) and
-            (a.slo_tpot is None or x["tpot_s"] is None or x["tpot_s"] <= a.slo_tpot)]
-    arrivals = max(r["arrival"] for r in reqs) - min(r["arrival"] for r in reqs)
-    s = {
-        "requests": len(reqs), "finished": len(finished), "span_s": span,
-        "arrival_rate_rps": len(reqs) / arrivals if arrivals > 0 else None,
-        "throughput_rps": len(finished) / span if span > 0 else None,
-        "output_tokens_per_s": out_tokens / span if span > 0 else None,
-        "goodput_rps": len(good) / span if span > 0 else None,
-        "slo": {"ttft_s": a.slo_ttft, "tpot_s": a.slo_tpot, "met": len(good)},
-        "ttft_s": pcts(ttft), "tpot_s": pcts(tpot), "e2e_s": pcts(e2e),
-        "tbt_s": {f"p{q}": hist_percentile(server.tbt, q) for q in (50, 90, 99)} |
-                 {"max": hist_percentile(server.tbt, 100), "tokens": sum(server.tbt.values())},
-        "energy_j": server.energy, "joules_per_output_token": server.energy / out_tokens if out_tokens else None,
-        "average_power_w": server.energy / server.now if server.now > 0 else None,
-        "busy_s": server.busy, "busy_fraction": server.busy / (server.now * len(servers)) if server.now > 0 else None,
-        "replicas": [{"name": x.name, "role": x.role, "requests": x.arrived, "finished": len(x.done), "busy_s": x.busy,
-                      "energy_j": x.energy, "steps": x.step_count, "preemptions": x.preemptions, "swaps": x.swaps,
-                      "swap_s": x.swap_s} for x in servers],
-        "swaps": sum(x.swaps for x in servers), "swap_s": sum(x.swap_s for x in servers),
-        "kv_transfer_s": getattr(server, "transfer_s", 0.0),
-        "mean_in_system": server.in_system_area / server.now if server.now > 0 else None,
-        "steps": server.step_count, "preemptions": sum(r.preemptions for r in finished),
-        "kv_cache": {"blocks": replica.blocks, "block_tokens": a.block_size, "max_used_blocks": server.max_used,
-                     "bytes_per_token_per_gpu": replica.kv_bytes_per_token,
-                     "weights_per_gpu_bytes": replica.weights_per_gpu},
-        "step_cache": {"buckets": len(steps.cache), "simulated_now": steps.simulated,
-                       "bucketing_error": steps.bucket_checks},
-        "pipeline": {"stages": a.pp, "send_s": sum(p.send_s for p in getattr(server, "pipes", []))},
-        "setup": {"config": a.config, "model": a.model, "tp": a.tp, "pp": a.pp, "weights": a.weights, "math": a.math or a.weights,
-                  "kv": a.kv, "scheduler": a.scheduler, "max_seqs": a.max_seqs,
-                  "replicas": len(servers), "router": a.router,
-                  "disaggregate": a.disaggregate, "kv_link": a.kv_link,
-                  "max_batched_tokens": a.max_batched_tokens},
-    }
-    return rows, s
-
-
-def write(a, rows, s):
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "results.jsonl"), "w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
-    with open(os.path.join(a.out, "summary.json"), "w") as f:
-        json.dump(s, f, indent=2)
-
-    def ms(x):
-        return "-" if x is None else f"{x * 1e3:.1f} ms"
-
-    lines = [f"# Serving: {os.path.basename(a.model)} on {os.path.basename(a.config)}, TP={a.tp}"
-             f"{f' PP={a.pp}' if a.pp > 1 else ''}, {a.scheduler} batching",
-             "", f"{s['finished']} of {s['requests']} requests in {s['span_s']:.1f} s of simulated time; "
-             f"{s['output_tokens_per_s'] or 0:.0f} output tokens/s, {s['throughput_rps'] or 0:.2f} requests/s "
-             f"(goodput {s['goodput_rps'] or 0:.2f}/s under the SLO); "
-             f"{s['joules_per_output_token'] or 0:.3f} J per output token at {s['average_power_w'] or 0:.0f} W "
-             f"on average; busy {100 * (s['busy_fraction'] or 0):.0f}% of the time; {s['preemptions']} preemptions.",
-             "", "| latency | p50 | p90 | p99 | mean |", "|---|---|---|---|---|"]
-    for k, label in (("ttft_s", "time to first token"), ("tpot_s", "time per output token"),
-                     ("tbt_s", "time between tokens"), ("e2e_s", "end to end")):
-        v = s[k]
-        last = ms(v["mean"]) if "mean" in v else f"max {ms(v['max'])}"
-        lines.append(f"| {label} | {ms(v['p50'])} | {ms(v['p90'])} | {ms(v['p99'])} | {last} |")
-    c = s["step_cache"]
-    mixed = f", {s['steps']['mixed']} mixed" if s["steps"].get("mixed") else ""
-    lines += ["", f"Steps: {s['steps']['prefill']} prefill, {s['steps']['decode']} decode{mixed}; {c['buckets']} bucketed "
-              f"shapes simulated ({c['simulated_now']} in this run). KV cache: {s['kv_cache']['blocks']} blocks of "
-              f"{a.block_size} tokens, at most {s['kv_cache']['max_used_blocks']} in use."]
-    if c["bucketing_error"]:
-        errs = [abs(x["error"]) for x in c["bucketing_error"]]
-        lines.append(f"Bucketing error over {len(errs)} exact shapes: mean {100 * sum(errs) / len(errs):.1f}%, "
-                     f"worst {100 * max(errs):.1f}%.")
-    with open(os.path.join(a.out, "summary.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    return "\n".join(lines)
-
-
 def check_buckets(a, steps, n):
     """Simulate n shapes exactly and compare their modelled times: decode steps, prefills of a
     few sequences and, with chunked prefill, chunks after cached tokens."""
@@ -1187,13 +1166,18 @@ def check_slos(a, steps, reqs):
     """An SLO no request could meet is an error: a time per output token under the decode step
     of one sequence, or a first-token time under the prefill of the shortest prompt alone."""
     n = min(r["prompt_tokens"] for r in reqs)
+    rt = a.rt
     if a.slo_tpot is not None:
         t = steps.step((1, n + 1))[0]
+        if rt:
+            t = rt.step_s(t, decode=1)
         if a.slo_tpot < t:
             fail(f"--slo-tpot {a.slo_tpot:g}: impossible, a decode step of one sequence takes {t * 1e3:.2f} ms "
                  f"on this replica")
     if a.slo_ttft is not None:
         t = steps.step(None, [(n, 0)])[0]
+        if rt:
+            t = rt.arrival_path_s(n) + rt.step_s(t, prefill_seqs=1, prefill_tokens=n) + rt.first_token_s
         if a.slo_ttft < t:
             fail(f"--slo-ttft {a.slo_ttft:g}: impossible, a prefill of the shortest prompt ({n} tokens) alone takes "
                  f"{t * 1e3:.2f} ms on this replica")
@@ -1238,85 +1222,6 @@ def sweep_rates(a, rates, card, replica, steps):
     print(f"\nwrote {os.path.join(base, 'rates.csv')} and {os.path.join(base, 'serve.html')}")
 
 
-def svg_chart(title, xlabel, ylabel, series, logy=False):
-    """A self-contained SVG line chart: series is [(label, [(x, y), ...]), ...]."""
-    W, H, L, B, T, R = 560, 320, 70, 45, 30, 150
-    pts = [(x, y) for _, s in series for x, y in s if y is not None and (not logy or y > 0)]
-    if not pts:
-        return f"<p>{title}: no data</p>"
-    fy = (lambda v: math.log10(v)) if logy else (lambda v: v)
-    x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
-    y0, y1 = min(fy(p[1]) for p in pts), max(fy(p[1]) for p in pts)
-    if x1 == x0:
-        x1 = x0 + 1
-    if y1 == y0:
-        y1 = y0 + 1
-    if not logy:
-        y0 = min(0, y0)
-    sx = lambda x: L + (x - x0) / (x1 - x0) * (W - L - R)
-    sy = lambda y: H - B - (fy(y) - y0) / (y1 - y0) * (H - B - T)
-    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f"]
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{title}">',
-           f'<text x="{W / 2}" y="18" text-anchor="middle" font-size="14">{title}</text>',
-           f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="#333"/>',
-           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="#333"/>',
-           f'<text x="{(L + W - R) / 2}" y="{H - 8}" text-anchor="middle" font-size="12">{xlabel}</text>',
-           f'<text x="14" y="{(T + H - B) / 2}" text-anchor="middle" font-size="12" '
-           f'transform="rotate(-90 14 {(T + H - B) / 2})">{ylabel}</text>']
-    for i in range(5):
-        xv = x0 + (x1 - x0) * i / 4
-        out.append(f'<text x="{sx(xv):.1f}" y="{H - B + 16}" text-anchor="middle" font-size="10">{xv:.3g}</text>')
-        yv = y0 + (y1 - y0) * i / 4
-        label = 10 ** yv if logy else yv
-        ypix = H - B - (yv - y0) / (y1 - y0) * (H - B - T)
-        out.append(f'<text x="{L - 6}" y="{ypix + 3:.1f}" text-anchor="end" font-size="10">{label:.3g}</text>')
-    for k, (label, s) in enumerate(series):
-        c = colours[k % len(colours)]
-        good = [(x, y) for x, y in s if y is not None and (not logy or y > 0)]
-        if good:
-            path = " ".join(f"{'M' if j == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for j, (x, y) in enumerate(good))
-            out.append(f'<path d="{path}" fill="none" stroke="{c}" stroke-width="2"/>')
-        out.append(f'<text x="{W - R + 8}" y="{T + 14 * (k + 1)}" font-size="11" fill="{c}">{label}</text>')
-    out.append("</svg>")
-    return "\n".join(out)
-
-
-def html_page(a, results):
-    def cdf(xs):
-        xs = sorted(x for x in xs if x is not None)
-        return [(1e3 * x, (i + 1) / len(xs)) for i, x in enumerate(xs)]
-
-    tput = [s["throughput_rps"] or 0 for _, _, s in results]
-    charts = [
-        svg_chart("Latency against served throughput", "requests per second served", "milliseconds",
-                  [(f"TTFT {q}", [(t, 1e3 * s["ttft_s"][q]) for t, (_, _, s) in zip(tput, results)]) for q in ("p50", "p99")]
-                  + [(f"TPOT {q}", [(t, 1e3 * (s["tpot_s"][q] or 0)) for t, (_, _, s) in zip(tput, results)])
-                     for q in ("p50", "p99")], logy=True),
-        svg_chart("Time to first token, CDF per arrival rate", "milliseconds", "share of requests",
-                  [(f"{rate:g} req/s", [(x, y) for x, y in cdf([r["ttft_s"] for r in rows])]) for rate, rows, _ in results]),
-        svg_chart("End-to-end latency, CDF per arrival rate", "milliseconds", "share of requests",
-                  [(f"{rate:g} req/s", [(x, y) for x, y in cdf([r["e2e_s"] for r in rows])]) for rate, rows, _ in results]),
-    ]
-    rows_html = "".join(
-        f"<tr><td>{rate:g}</td><td>{s['throughput_rps'] or 0:.2f}</td><td>{s['output_tokens_per_s'] or 0:.0f}</td>"
-        f"<td>{s['goodput_rps'] or 0:.2f}</td><td>{1e3 * s['ttft_s']['p50']:.1f}</td><td>{1e3 * s['ttft_s']['p99']:.1f}</td>"
-        f"<td>{1e3 * (s['tpot_s']['p50'] or 0):.2f}</td><td>{1e3 * (s['tpot_s']['p99'] or 0):.2f}</td>"
-        f"<td>{s['joules_per_output_token'] or 0:.3f}</td><td>{s['preemptions']}</td></tr>" for rate, _, s in results)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>xpusim serve: {os.path.basename(a.model)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1200px}} table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} svg{{margin:1em 1em 0 0}}</style></head><body>
-<h1>Serving {os.path.basename(a.model)} on {os.path.basename(a.config)}, TP={a.tp}{f" PP={a.pp}" if a.pp > 1 else ""}, {a.scheduler} batching</h1>
-<p>Arrivals {a.arrivals} for {a.duration:g} s per rate; prompts {a.prompt_len}, outputs {a.output_len} tokens;
-weights {a.weights}, KV cache {a.kv}. Step times and energy from xpusim (docs/serving.md).</p>
-<table><tr><th>arrivals (req/s)</th><th>served (req/s)</th><th>output tok/s</th><th>goodput (req/s)</th>
-<th>TTFT p50 (ms)</th><th>TTFT p99 (ms)</th><th>TPOT p50 (ms)</th><th>TPOT p99 (ms)</th><th>J per token</th>
-<th>preemptions</th></tr>{rows_html}</table>
-{''.join(charts)}
-</body></html>
-"""
-
-
 XPUSIM = os.path.join(ROOT, "build", "xpusim")
 
 
@@ -1341,6 +1246,15 @@ def main(argv=None):
                     help="comma-separated arrival rates: one generated stream per rate (the same lengths' seed), "
                          "OUT/rate-R/ each, OUT/rates.csv and OUT/serve.html (latency against throughput, CDFs)")
     ap.add_argument("--arrivals", choices=["poisson", "bursty"], default="poisson")
+    ap.add_argument("--concurrency", type=int, default=0,
+                    help="closed loop, as AIPerf, GenAI-Perf and vLLM's --max-concurrency run a benchmark: N clients, "
+                         "each sending its next request when its last answer has reached it (--num-requests "
+                         "requests of --prompt-len and --output-len, or --requests' lengths in order; default 0: "
+                         "open loop at the requests' arrivals)")
+    ap.add_argument("--num-requests", type=int, default=100, help="with --concurrency: requests in all (default 100)")
+    ap.add_argument("--offline", action="store_true",
+                    help="the runtime's engine in-process (vLLM's LLM class, a benchmark_latency run): no API "
+                         "server, so no --runtime request path in or out")
     ap.add_argument("--prompt-len", default="512", help="N, uniform:MIN:MAX or normal:MEAN:SD (default 512)")
     ap.add_argument("--output-len", default="128", help="as --prompt-len (default 128)")
     ap.add_argument("--seed", type=int, default=1)
@@ -1377,6 +1291,13 @@ def main(argv=None):
     ap.add_argument("--check-buckets", type=int, default=0, help="simulate N shapes exactly to measure bucketing")
     ap.add_argument("--slo-ttft", type=float, default=None, help="seconds: goodput counts requests within it")
     ap.add_argument("--slo-tpot", type=float, default=None, help="seconds per output token, as --slo-ttft")
+    ap.add_argument("--runtime", default=None,
+                    help="the serving runtime around the kernels: vllm, trtllm, sglang (configs/runtimes/) or a "
+                         "profile's path; its host work per step, CUDA-graph padding of decode batches, eager "
+                         "prefill, sampler and request path (default: none, the kernels alone)")
+    ap.add_argument("--sampler", choices=["greedy", "top_p"], default=None,
+                    help="the sampler's kernels in every step: greedy (argmax) or top_p (softmax, a top-p pass, a "
+                         "draw); default: --runtime's, else none")
     ap.add_argument("--set", action="append", default=[], help="config override passed to xpusim run")
     ap.add_argument("--check", action="store_true",
                     help="check the flags, model, requests and that the model fits, simulate nothing (what "
@@ -1417,6 +1338,21 @@ def main(argv=None):
             fail("an SLO must be a positive time in seconds")
         if not os.path.exists(a.xpusim):
             fail(f"{a.xpusim}: no xpusim binary (build it, or pass --xpusim)")
+        a.rt = None
+        if a.runtime:
+            try:
+                a.rt = RUNTIME.load(a.runtime)
+            except RUNTIME.RuntimeProfileError as e:
+                fail(f"--runtime: {e}")
+            if a.offline:
+                a.rt = a.rt.offline()
+        elif a.offline:
+            fail("--offline leaves out a --runtime's request path; give --runtime")
+        a.sampler = a.sampler or (a.rt.sampling if a.rt else None)
+        if a.concurrency < 0:
+            fail("--concurrency must be 0 (open loop) or a number of clients")
+        if a.concurrency and a.rates:
+            fail("--concurrency runs a closed loop; --rates sweeps open-loop arrival rates")
         card = load_card(a.model)
         if a.pp > card["layers"]:
             fail(f"--pp {a.pp}: more stages than {card['name']}'s {card['layers']} layers")

@@ -38,7 +38,7 @@ class AnalyticSteps:
         t = self.time("decode", *decode) if decode else 0.0
         for n, past in prefills:
             t += self.time("prefill", 1, n) + 1e-9 * n * past
-        return t, 600.0 * t
+        return t, 600.0 * t, 0.0
 
 
 class Replica:
@@ -53,7 +53,8 @@ def args(**kw):
                            kv="bf16", rate=8.0, duration=120.0, arrivals="poisson", prompt_len="uniform:32:1024",
                            output_len="uniform:8:256", seed=3, rates=None, out=None, max_context=4096, replicas=1,
                            router="least-loaded", disaggregate=None, kv_link="nvlink", preemption="recompute",
-                           swap_space=4.0, swap_bandwidth=64.0, jobs=0, step_cache=None, set=[], kv_page=0)
+                           swap_space=4.0, swap_bandwidth=64.0, jobs=0, step_cache=None, set=[], kv_page=0,
+                           rt=None)
     for k, v in kw.items():
         setattr(a, k, v)
     return a
@@ -282,14 +283,16 @@ class StepComposition(unittest.TestCase):
 
     class Fake(serve.StepModel):
         def simulate(self, phase, batch, length, past=0):
+            # The collectives take a tenth of the dense part's time.
             if phase == "decode":
                 attn = 1e-7 * batch * length
-                return [0.01 + 1e-4 * batch + attn, 7.0 * (0.01 + 1e-4 * batch) + 9.0 * attn, attn, 9.0 * attn]
+                return [0.01 + 1e-4 * batch + attn, 7.0 * (0.01 + 1e-4 * batch) + 9.0 * attn, attn, 9.0 * attn,
+                        0.1 * (0.01 + 1e-4 * batch)]
             attn = 1e-9 * batch * length * (length / 2 + past)
             if phase == "attention":  # the kernel alone
-                return [attn, 9.0 * attn, attn, 9.0 * attn]
+                return [attn, 9.0 * attn, attn, 9.0 * attn, 0.0]
             dense = 0.01 + 2e-5 * batch * length
-            return [dense + attn, 7.0 * dense + 9.0 * attn, attn, 9.0 * attn]
+            return [dense + attn, 7.0 * dense + 9.0 * attn, attn, 9.0 * attn, 0.1 * dense]
 
     def model(self, jobs=2):
         out = tempfile.mkdtemp()
@@ -300,7 +303,8 @@ class StepComposition(unittest.TestCase):
         m = self.model()
         n = m.lengths[5]
         # On the ladders' points a step is its simulated point.
-        t, e = m.step((16, n))
+        t, e, c = m.step((16, n))
+        self.assertAlmostEqual(c, m.simulate("decode", 16, n)[4], places=12)
         self.assertAlmostEqual(t, m.simulate("decode", 16, n)[0], places=12)
         self.assertAlmostEqual(e, m.simulate("decode", 16, n)[1], places=12)
         self.assertAlmostEqual(m.step(None, [(n, 0)])[0], m.simulate("prefill", 1, n)[0], places=12)

@@ -406,7 +406,7 @@ class ServeSweep(unittest.TestCase):
             self.assertFalse(os.path.exists(os.path.join(self.full, r["out"], "step-cache.json")))
         # Every shape any point simulated is in the shared file (no point's writes lost).
         self.assertGreaterEqual(simulated, len(cache))
-        self.assertTrue(all(len(v) == 4 for v in cache.values()))
+        self.assertTrue(all(len(v) == 5 for v in cache.values()))  # StepModel.VALUES per point
         self.assertEqual([f for f in os.listdir(self.full) if f.endswith((".tmp", ".lock"))], [])
 
     def test_one_at_a_time_and_mpi_give_the_same_bytes(self):

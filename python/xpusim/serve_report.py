@@ -1,0 +1,242 @@
+"""xpusim serve's outputs: the summary of a served stream (percentiles, throughput, goodput,
+energy, the latency breakdown), its files (results.jsonl, summary.json, summary.md) and the
+rate sweep's page (serve.html). scripts/xpusim-serve.py runs the stream and calls these; they
+read its Server and Cluster objects' figures and its parsed arguments, and need the standard
+library only (the scripts load this file by path, without the compiled module)."""
+import json
+import math
+import os
+
+
+TBT_BINS = 200  # bins per factor of e: a percentile of the times between tokens within 0.5%
+
+
+def tbt_bin(gap):
+    return int(math.floor(math.log(max(gap, 1e-9)) * TBT_BINS))
+
+
+def hist_percentile(hist, q):
+    """The q-th percentile of a tbt_bin histogram (the bin's middle)."""
+    total = sum(hist.values())
+    if not total:
+        return None
+    seen = 0
+    for b in sorted(hist):
+        seen += hist[b]
+        if seen >= q / 100 * total:
+            return math.exp((b + 0.5) / TBT_BINS)
+
+
+def percentile(xs, q):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    k = (len(xs) - 1) * q / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def latency_breakdown(finished, servers, ingress, egress):
+    """Where a token's latency goes. The steps' time (every replica's, summed) as kernels,
+    collectives no kernel hides and the runtime's host work the kernels do not hide; and a first
+    token's mean time as the API server's ingress, queueing (until the step that starts its
+    prefill), its prefill steps, and the response path."""
+    parts = {k: sum(s.time_parts[k] for s in servers) for k in ("kernels_s", "collectives_s", "host_s")}
+    total = sum(parts.values())
+    n = len(finished)
+    mean = (lambda f: sum(f(r) for r in finished) / n) if n else (lambda f: None)
+    return {
+        "steps": parts | {"shares": {k[:-2]: (v / total if total > 0 else None) for k, v in parts.items()}},
+        "ttft_mean_s": {"ingress": mean(lambda r: ingress(r.prompt)),
+                        "queueing": mean(lambda r: r.admitted - r.arrival - ingress(r.prompt)),
+                        "prefill": mean(lambda r: r.first_token - r.admitted),
+                        "response": egress if n else None},
+    }
+
+
+def summarise(a, reqs, finished, server, replica, steps):
+    servers = getattr(server, "servers", [server])
+    # The runtime's request path: the API server before the scheduler sees a request, and the
+    # response path from each token's step to the client (every token's, so TPOT keeps its value).
+    ingress = a.rt.arrival_path_s if a.rt else (lambda prompt: 0.0)
+    egress = a.rt.first_token_s if a.rt else 0.0
+    rows = []
+    for r in sorted(finished, key=lambda r: r.arrival):
+        tpot = (r.finish - r.first_token) / (r.output - 1) if r.output > 1 else None
+        rows.append({"id": r.id, "arrival_s": r.arrival, "prompt_tokens": r.prompt, "output_tokens": r.output,
+                     "ttft_s": r.first_token + egress - r.arrival, "tpot_s": tpot,
+                     "e2e_s": r.finish + egress - r.arrival, "preemptions": r.preemptions,
+                     "queued_s": r.admitted - r.arrival - ingress(r.prompt)})
+    span = max(r.finish for r in finished) - min(r.arrival for r in finished) if finished else 0
+    out_tokens = sum(r.output for r in finished)
+    ttft = [x["ttft_s"] for x in rows]
+    tpot = [x["tpot_s"] for x in rows if x["tpot_s"] is not None]
+    e2e = [x["e2e_s"] for x in rows]
+
+    def pcts(xs):
+        return {f"p{q}": percentile(xs, q) for q in (50, 90, 99)} | {"mean": sum(xs) / len(xs) if xs else None}
+
+    good = [x for x in rows if (a.slo_ttft is None or x["ttft_s"] <= a.slo_ttft) and
+            (a.slo_tpot is None or x["tpot_s"] is None or x["tpot_s"] <= a.slo_tpot)]
+    arrivals = max(r["arrival"] for r in reqs) - min(r["arrival"] for r in reqs)
+    s = {
+        "requests": len(reqs), "finished": len(finished), "span_s": span,
+        "arrival_rate_rps": len(reqs) / arrivals if arrivals > 0 else None,
+        "throughput_rps": len(finished) / span if span > 0 else None,
+        "output_tokens_per_s": out_tokens / span if span > 0 else None,
+        "goodput_rps": len(good) / span if span > 0 else None,
+        "slo": {"ttft_s": a.slo_ttft, "tpot_s": a.slo_tpot, "met": len(good)},
+        "ttft_s": pcts(ttft), "tpot_s": pcts(tpot), "e2e_s": pcts(e2e),
+        "tbt_s": {f"p{q}": hist_percentile(server.tbt, q) for q in (50, 90, 99)} |
+                 {"max": hist_percentile(server.tbt, 100), "tokens": sum(server.tbt.values())},
+        "energy_j": server.energy, "joules_per_output_token": server.energy / out_tokens if out_tokens else None,
+        "average_power_w": server.energy / server.now if server.now > 0 else None,
+        "busy_s": server.busy, "busy_fraction": server.busy / (server.now * len(servers)) if server.now > 0 else None,
+        "replicas": [{"name": x.name, "role": x.role, "requests": x.arrived, "finished": len(x.done), "busy_s": x.busy,
+                      "energy_j": x.energy, "steps": x.step_count, "preemptions": x.preemptions, "swaps": x.swaps,
+                      "swap_s": x.swap_s} for x in servers],
+        "swaps": sum(x.swaps for x in servers), "swap_s": sum(x.swap_s for x in servers),
+        "kv_transfer_s": getattr(server, "transfer_s", 0.0),
+        "mean_in_system": server.in_system_area / server.now if server.now > 0 else None,
+        "steps": server.step_count, "preemptions": sum(r.preemptions for r in finished),
+        "kv_cache": {"blocks": replica.blocks, "block_tokens": a.block_size, "max_used_blocks": server.max_used,
+                     "bytes_per_token_per_gpu": replica.kv_bytes_per_token,
+                     "weights_per_gpu_bytes": replica.weights_per_gpu},
+        "step_cache": {"buckets": len(steps.cache), "simulated_now": steps.simulated,
+                       "bucketing_error": steps.bucket_checks},
+        "pipeline": {"stages": a.pp, "send_s": sum(p.send_s for p in getattr(server, "pipes", []))},
+        "latency_breakdown": latency_breakdown(finished, servers, ingress, egress),
+        "runtime": a.rt.summary() if a.rt else None,
+        "setup": {"config": a.config, "model": a.model, "tp": a.tp, "pp": a.pp, "weights": a.weights, "math": a.math or a.weights,
+                  "kv": a.kv, "scheduler": a.scheduler, "max_seqs": a.max_seqs,
+                  "replicas": len(servers), "router": a.router,
+                  "disaggregate": a.disaggregate, "kv_link": a.kv_link,
+                  "max_batched_tokens": a.max_batched_tokens},
+    }
+    return rows, s
+
+
+def write(a, rows, s):
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "results.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump(s, f, indent=2)
+
+    def ms(x):
+        return "-" if x is None else f"{x * 1e3:.1f} ms"
+
+    lines = [f"# Serving: {os.path.basename(a.model)} on {os.path.basename(a.config)}, TP={a.tp}"
+             f"{f' PP={a.pp}' if a.pp > 1 else ''}, {a.scheduler} batching",
+             "", f"{s['finished']} of {s['requests']} requests in {s['span_s']:.1f} s of simulated time; "
+             f"{s['output_tokens_per_s'] or 0:.0f} output tokens/s, {s['throughput_rps'] or 0:.2f} requests/s "
+             f"(goodput {s['goodput_rps'] or 0:.2f}/s under the SLO); "
+             f"{s['joules_per_output_token'] or 0:.3f} J per output token at {s['average_power_w'] or 0:.0f} W "
+             f"on average; busy {100 * (s['busy_fraction'] or 0):.0f}% of the time; {s['preemptions']} preemptions.",
+             "", "| latency | p50 | p90 | p99 | mean |", "|---|---|---|---|---|"]
+    for k, label in (("ttft_s", "time to first token"), ("tpot_s", "time per output token"),
+                     ("tbt_s", "time between tokens"), ("e2e_s", "end to end")):
+        v = s[k]
+        last = ms(v["mean"]) if "mean" in v else f"max {ms(v['max'])}"
+        lines.append(f"| {label} | {ms(v['p50'])} | {ms(v['p90'])} | {ms(v['p99'])} | {last} |")
+    lb = s["latency_breakdown"]
+    sh, tt = lb["steps"]["shares"], lb["ttft_mean_s"]
+    if sh["kernels"] is not None and tt["prefill"] is not None:
+        rt = s["runtime"]
+        which = f"{rt['name']} {rt['version']}" if rt else "none: no --runtime"
+        lines += ["", f"Where the time goes: the steps are {100 * sh['kernels']:.1f}% kernels, "
+                  f"{100 * sh['collectives']:.1f}% collectives and {100 * sh['host']:.1f}% host runtime ({which}); "
+                  f"a first token takes on average {ms(tt['ingress'])} in the API server, {ms(tt['queueing'])} "
+                  f"queueing, {ms(tt['prefill'])} in its prefill steps and {ms(tt['response'])} on its way out."]
+    c = s["step_cache"]
+    mixed = f", {s['steps']['mixed']} mixed" if s["steps"].get("mixed") else ""
+    lines += ["", f"Steps: {s['steps']['prefill']} prefill, {s['steps']['decode']} decode{mixed}; {c['buckets']} bucketed "
+              f"shapes simulated ({c['simulated_now']} in this run). KV cache: {s['kv_cache']['blocks']} blocks of "
+              f"{a.block_size} tokens, at most {s['kv_cache']['max_used_blocks']} in use."]
+    if c["bucketing_error"]:
+        errs = [abs(x["error"]) for x in c["bucketing_error"]]
+        lines.append(f"Bucketing error over {len(errs)} exact shapes: mean {100 * sum(errs) / len(errs):.1f}%, "
+                     f"worst {100 * max(errs):.1f}%.")
+    with open(os.path.join(a.out, "summary.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return "\n".join(lines)
+
+
+def svg_chart(title, xlabel, ylabel, series, logy=False):
+    """A self-contained SVG line chart: series is [(label, [(x, y), ...]), ...]."""
+    W, H, L, B, T, R = 560, 320, 70, 45, 30, 150
+    pts = [(x, y) for _, s in series for x, y in s if y is not None and (not logy or y > 0)]
+    if not pts:
+        return f"<p>{title}: no data</p>"
+    fy = (lambda v: math.log10(v)) if logy else (lambda v: v)
+    x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
+    y0, y1 = min(fy(p[1]) for p in pts), max(fy(p[1]) for p in pts)
+    if x1 == x0:
+        x1 = x0 + 1
+    if y1 == y0:
+        y1 = y0 + 1
+    if not logy:
+        y0 = min(0, y0)
+    sx = lambda x: L + (x - x0) / (x1 - x0) * (W - L - R)
+    sy = lambda y: H - B - (fy(y) - y0) / (y1 - y0) * (H - B - T)
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f"]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{title}">',
+           f'<text x="{W / 2}" y="18" text-anchor="middle" font-size="14">{title}</text>',
+           f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="#333"/>',
+           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="#333"/>',
+           f'<text x="{(L + W - R) / 2}" y="{H - 8}" text-anchor="middle" font-size="12">{xlabel}</text>',
+           f'<text x="14" y="{(T + H - B) / 2}" text-anchor="middle" font-size="12" '
+           f'transform="rotate(-90 14 {(T + H - B) / 2})">{ylabel}</text>']
+    for i in range(5):
+        xv = x0 + (x1 - x0) * i / 4
+        out.append(f'<text x="{sx(xv):.1f}" y="{H - B + 16}" text-anchor="middle" font-size="10">{xv:.3g}</text>')
+        yv = y0 + (y1 - y0) * i / 4
+        label = 10 ** yv if logy else yv
+        ypix = H - B - (yv - y0) / (y1 - y0) * (H - B - T)
+        out.append(f'<text x="{L - 6}" y="{ypix + 3:.1f}" text-anchor="end" font-size="10">{label:.3g}</text>')
+    for k, (label, s) in enumerate(series):
+        c = colours[k % len(colours)]
+        good = [(x, y) for x, y in s if y is not None and (not logy or y > 0)]
+        if good:
+            path = " ".join(f"{'M' if j == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for j, (x, y) in enumerate(good))
+            out.append(f'<path d="{path}" fill="none" stroke="{c}" stroke-width="2"/>')
+        out.append(f'<text x="{W - R + 8}" y="{T + 14 * (k + 1)}" font-size="11" fill="{c}">{label}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def html_page(a, results):
+    def cdf(xs):
+        xs = sorted(x for x in xs if x is not None)
+        return [(1e3 * x, (i + 1) / len(xs)) for i, x in enumerate(xs)]
+
+    tput = [s["throughput_rps"] or 0 for _, _, s in results]
+    charts = [
+        svg_chart("Latency against served throughput", "requests per second served", "milliseconds",
+                  [(f"TTFT {q}", [(t, 1e3 * s["ttft_s"][q]) for t, (_, _, s) in zip(tput, results)]) for q in ("p50", "p99")]
+                  + [(f"TPOT {q}", [(t, 1e3 * (s["tpot_s"][q] or 0)) for t, (_, _, s) in zip(tput, results)])
+                     for q in ("p50", "p99")], logy=True),
+        svg_chart("Time to first token, CDF per arrival rate", "milliseconds", "share of requests",
+                  [(f"{rate:g} req/s", [(x, y) for x, y in cdf([r["ttft_s"] for r in rows])]) for rate, rows, _ in results]),
+        svg_chart("End-to-end latency, CDF per arrival rate", "milliseconds", "share of requests",
+                  [(f"{rate:g} req/s", [(x, y) for x, y in cdf([r["e2e_s"] for r in rows])]) for rate, rows, _ in results]),
+    ]
+    rows_html = "".join(
+        f"<tr><td>{rate:g}</td><td>{s['throughput_rps'] or 0:.2f}</td><td>{s['output_tokens_per_s'] or 0:.0f}</td>"
+        f"<td>{s['goodput_rps'] or 0:.2f}</td><td>{1e3 * s['ttft_s']['p50']:.1f}</td><td>{1e3 * s['ttft_s']['p99']:.1f}</td>"
+        f"<td>{1e3 * (s['tpot_s']['p50'] or 0):.2f}</td><td>{1e3 * (s['tpot_s']['p99'] or 0):.2f}</td>"
+        f"<td>{s['joules_per_output_token'] or 0:.3f}</td><td>{s['preemptions']}</td></tr>" for rate, _, s in results)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>xpusim serve: {os.path.basename(a.model)}</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:1200px}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} svg{{margin:1em 1em 0 0}}</style></head><body>
+<h1>Serving {os.path.basename(a.model)} on {os.path.basename(a.config)}, TP={a.tp}{f" PP={a.pp}" if a.pp > 1 else ""}, {a.scheduler} batching</h1>
+<p>Arrivals {a.arrivals} for {a.duration:g} s per rate; prompts {a.prompt_len}, outputs {a.output_len} tokens;
+weights {a.weights}, KV cache {a.kv}. Step times and energy from xpusim (docs/serving.md).</p>
+<table><tr><th>arrivals (req/s)</th><th>served (req/s)</th><th>output tok/s</th><th>goodput (req/s)</th>
+<th>TTFT p50 (ms)</th><th>TTFT p99 (ms)</th><th>TPOT p50 (ms)</th><th>TPOT p99 (ms)</th><th>J per token</th>
+<th>preemptions</th></tr>{rows_html}</table>
+{''.join(charts)}
+</body></html>
+"""
