@@ -360,7 +360,10 @@ class StepModel:
         # ladder ends at the context, and steps of more rows extend along its last two points.
         cap = card.get("context")
         if cap and self.lengths[-1] > cap:
-            self.lengths = [x for x in self.lengths if x < cap] + [cap]
+            below = [x for x in self.lengths if x < cap]
+            if below and cap / below[-1] < math.sqrt(a.bucket_ratio):
+                below.pop()  # too close to the cap to extend a slope from
+            self.lengths = below + [cap]
         self.pasts = [0] + self.lengths  # tokens cached before a chunk
         self.jobs = max(1, a.jobs or os.cpu_count() or 1)
         self.simulated = 0
@@ -398,7 +401,8 @@ class StepModel:
 
     def runtime_sets(self, phase, batch):
         """The runtime's engine overrides for a point: eager issue where it runs the step without
-        a CUDA graph (a prefill's attention kernel alone runs as its prefill does)."""
+        a CUDA graph (a prefill's attention kernel alone runs as its prefill does; the decode part
+        of a mixed step, `decode_mixed`, as a prefill step: graphs hold decode-only batches)."""
         if not self.a.rt:
             return []
         return self.a.rt.engine_sets("decode" if phase == "decode" else "prefill", batch)
@@ -460,8 +464,8 @@ class StepModel:
             self.ensure([(phase, batch, length, past)])
         return self.cache[k]
 
-    def decode_points(self, batch, context):
-        return [("decode", b, n, 0) for b in set(self.batch_bracket(batch)) for n in set(self.length_bracket(context))]
+    def decode_points(self, batch, context, phase="decode"):
+        return [(phase, b, n, 0) for b in set(self.batch_bracket(batch)) for n in set(self.length_bracket(context))]
 
     def line_points(self, n):
         return [("prefill", 1, x, 0) for x in set(self.length_bracket(n))]
@@ -484,11 +488,12 @@ class StepModel:
         w = (g(max(x, lo)) - g(lo)) / (g(hi) - g(lo))
         return [u + w * (v - u) for u, v in zip(v0, v1)]
 
-    def decode(self, batch, context):
-        """(time, energy, attention time, attention energy, collectives' time) of a decode step."""
+    def decode(self, batch, context, phase="decode"):
+        """(time, energy, attention time, attention energy, collectives' time) of a decode step
+        (`decode_mixed`: a mixed step's decode part, under the prefill's launch mode)."""
         def at_batch(b):
             lo, hi = self.length_bracket(context)
-            return self.along(lo, hi, context, lambda n: self.value("decode", b, n))
+            return self.along(lo, hi, context, lambda n: self.value(phase, b, n))
         blo, bhi = self.batch_bracket(batch)
         return self.along(blo, bhi, batch, at_batch)
 
@@ -528,14 +533,15 @@ class StepModel:
         already cached), ...]. With a runtime whose CUDA graphs hold the decode batch, the decode
         runs at the captured size: its rows padded up, the same KV bytes read over the padded batch."""
         rt = self.a.rt
-        if decode and rt:
-            padded = rt.graph_batch(decode[0])
-            if padded and padded != decode[0]:
-                decode = (padded, max(1, round(decode[1] * decode[0] / padded)))
+        # With a runtime, a decode-only step replays a graph (padded); a mixed step's decode part
+        # runs as its prefill does (graphs hold decode-only batches).
+        dphase = "decode_mixed" if rt and prefills else "decode"
+        if decode and rt and not prefills:
+            decode = self.padded(decode)
         rows = sum(n for n, _ in prefills)
         pts = []
         if decode:
-            pts += self.decode_points(*decode)
+            pts += self.decode_points(*decode, phase=dphase)
             if prefills:
                 pts += self.line_points(decode[0])
         if prefills:
@@ -545,7 +551,7 @@ class StepModel:
         self.ensure(pts)
         t = e = tc = 0.0
         if decode:
-            v = self.decode(*decode)
+            v = self.decode(*decode, phase=dphase)
             t, e, tc = v[0], v[1], v[4]
         if prefills:
             b = decode[0] if decode else 0
@@ -555,6 +561,14 @@ class StepModel:
                 ta, ea = self.attention(n, past)
                 t, e = t + ta, e + ea
         return t, e, tc
+
+    def padded(self, decode):
+        """(batch, context) of a decode step as its runtime's CUDA graph runs it: the batch padded
+        up to the captured size, the same KV bytes over it."""
+        padded = self.a.rt.graph_batch(decode[0]) if self.a.rt else None
+        if padded and padded != decode[0]:
+            return padded, max(1, round(decode[1] * decode[0] / padded))
+        return decode
 
     def exact(self, phase, batch, length, past=0):
         """(seconds, joules) of a step of this uniform shape, simulated as it is."""
@@ -572,10 +586,11 @@ class StepModel:
         L = self.card["layers"]
         alone = phase == "attention"
         layers = 1 if alone else min(2, L)
+        gen_phase = "prefill" if alone else "decode" if phase.startswith("decode") else phase
         with tempfile.TemporaryDirectory() as tmp:
             trace = os.path.join(tmp, "step.yaml")
-            cmd = [sys.executable, GENERATOR, a.model, "--phase", "prefill" if alone else phase, "--batch", str(batch),
-                   "--context" if phase == "decode" else "--prompt", str(length), "--layers", str(layers),
+            cmd = [sys.executable, GENERATOR, a.model, "--phase", gen_phase, "--batch", str(batch),
+                   "--context" if gen_phase == "decode" else "--prompt", str(length), "--layers", str(layers),
                    "--weights", a.weights, "--kv", a.kv, "--tp", str(a.tp), "-o", trace]
             if past:
                 cmd += ["--past", str(past)]
@@ -603,7 +618,9 @@ class StepModel:
                 fail(f"xpusim run failed on a {phase} step (batch {batch}, length {length}):\n{p.stderr.strip()}")
             rep = json.load(open(os.path.join(outdir, "report.json")))
         total_t, total_e = rep["total"]["time_s"], rep["total"]["energy"]["total_j"]
-        coll_t = rep["time_breakdown"]["collectives_s"]  # the layers' all-reduces (and the logits' gather)
+        # The layers' all-reduces, and once per step the sampler's gather of the logits.
+        coll_t = rep["time_breakdown"]["collectives_s"]
+        gather_t = sum(o["end_s"] - o["start_s"] for o in rep["ops"] if o["name"] == "logits_gather")
         if alone:
             return [total_t * L, total_e * L, total_t * L, total_e * L, 0.0]
         ops = rep["ops"]
@@ -622,8 +639,9 @@ class StepModel:
         after = ops[second[-1] + 1]["start_s"] if second[-1] + 1 < len(ops) else rep["total"]["end_s"]
         span = after - ops[second[0]]["start_s"]
         layer_e = sum(ops[i]["energy"]["total_j"] for i in second) * gaps
-        # Each layer's collectives as the simulated ones' mean (a sampler's gather is one of them).
-        return [total_t + (L - 2) * span, total_e + (L - 2) * layer_e, attn_t, attn_e, coll_t * L / layers]
+        # Each layer's collectives as the simulated layers' mean; the logits' gather once.
+        return [total_t + (L - 2) * span, total_e + (L - 2) * layer_e, attn_t, attn_e,
+                max(0.0, coll_t - gather_t) * L / layers + gather_t]
 
     def sets(self):
         a = self.a
@@ -1136,7 +1154,7 @@ def check_buckets(a, steps, n):
         past = 0
         if kind == "decode":
             b, length = rng.randint(1, min(a.max_seqs, 64)), rng.randint(64, top)
-            exact = steps.exact("decode", b, length)[0]
+            exact = steps.exact("decode", *steps.padded((b, length)))[0]  # as the runtime's graph runs it
             model = steps.step((b, length))[0]
         elif kind == "prefill":
             b = rng.randint(1, 4)  # a step the scheduler could run: within the token budget
@@ -1251,7 +1269,7 @@ def main(argv=None):
                          "each sending its next request when its last answer has reached it (--num-requests "
                          "requests of --prompt-len and --output-len, or --requests' lengths in order; default 0: "
                          "open loop at the requests' arrivals)")
-    ap.add_argument("--num-requests", type=int, default=100, help="with --concurrency: requests in all (default 100)")
+    ap.add_argument("--num-requests", type=int, default=None, help="with --concurrency: requests in all (default 100)")
     ap.add_argument("--offline", action="store_true",
                     help="the runtime's engine in-process (vLLM's LLM class, a benchmark_latency run): no API "
                          "server, so no --runtime request path in or out")
@@ -1353,6 +1371,10 @@ def main(argv=None):
             fail("--concurrency must be 0 (open loop) or a number of clients")
         if a.concurrency and a.rates:
             fail("--concurrency runs a closed loop; --rates sweeps open-loop arrival rates")
+        if a.num_requests is not None and not a.concurrency:
+            fail("--num-requests applies with --concurrency (an open loop's requests come from --rate and --duration, "
+                 "or --requests)")
+        a.num_requests = 100 if a.num_requests is None else a.num_requests
         card = load_card(a.model)
         if a.pp > card["layers"]:
             fail(f"--pp {a.pp}: more stages than {card['name']}'s {card['layers']} layers")

@@ -121,6 +121,8 @@ def _read(path, node, schema, prefix):
         raise RuntimeProfileError(f"{path}:{_mark(node)}: key '{prefix or '(top)'}': expected a mapping of keys")
     out, seen = {}, set()
     for k, v in node.value:
+        if not isinstance(k, yaml.ScalarNode):
+            raise RuntimeProfileError(f"{path}:{_mark(k)}: key under '{prefix or '(top)'}': a key must be a name")
         key = k.value
         full = f"{prefix}.{key}" if prefix else key
         if key not in schema:
@@ -274,6 +276,8 @@ def load(name_or_path):
             text = f.read()
     except OSError as e:
         raise RuntimeProfileError(f"{path}: cannot read it ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise RuntimeProfileError(f"{path}: not UTF-8 text (byte {e.start})") from None
     try:
         node = yaml.compose(text)
     except yaml.YAMLError as e:

@@ -340,6 +340,8 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
     r.collective = op.is_collective();
     dops[i].label = "'" + op.name + "' (" + op.loc.str() + ")";
     dops[i].kernel_costs = !op.is_timed_gap();
+    dops[i].issue_slot = op.kind != trace::OpKind::host;
+    dops[i].host_serial_s = op.kind == trace::OpKind::host && op.stream == 0 ? op.duration_s : 0;
     if (r.collective) {
       r.job = job_of(op, r.devices);
       dops[i].collective = &r.job;

@@ -153,7 +153,23 @@ void WorkloadDriver::run() {
   Queue ready, starting, tails, landing;
   // Eager launches: the host issues the ops one after another in trace order, each
   // eager_issue_s after the last, running ahead of the GPU; no op starts before it is issued.
-  auto issued = [&](size_t i) { return sc_core::sc_time(static_cast<double>(i + 1) * launch_.eager_issue_s, sc_core::SC_SEC); };
+  // The host's own serial work (a host op on stream 0) holds the issuing thread for its
+  // duration: it starts when the host reaches it, and the next kernel is issued after it. Host
+  // ops take no issue slot.
+  std::vector<double> issue_s(n, 0.0);
+  {
+    double h = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (ops_[i].host_serial_s > 0) {
+        issue_s[i] = h;
+        h += ops_[i].host_serial_s;
+      } else {
+        if (ops_[i].issue_slot) h += launch_.eager_issue_s;
+        issue_s[i] = h;
+      }
+    }
+  }
+  auto issued = [&](size_t i) { return sc_core::sc_time(issue_s[i], sc_core::SC_SEC); };
   for (size_t i = 0; i < n; ++i) {
     waiting[i] = preds_[i].size();
     pending[i] = ops_[i].kernels.size();

@@ -37,6 +37,11 @@ struct DriverOp {
   CollectiveRun* collective_run = nullptr;                      // where its result goes
   std::string label;                                            // "'name' (file:line)" for the watchdog
   bool kernel_costs = true;  // pays the per-kernel start and end costs (a delay op's duration already does)
+  // Eager issue: whether the host issues this op (a kernel, or a delay standing for one), and the
+  // host's own serial work it is (a host op on stream 0: the issuing thread is busy that long, so
+  // the kernels after it are issued after it).
+  bool issue_slot = true;
+  double host_serial_s = 0;
   double start_s = 0, end_s = 0;
 };
 

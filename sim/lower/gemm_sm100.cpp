@@ -141,8 +141,15 @@ class Tcgen05Gemm : public GemmProgram {
   }
 
   // CUTLASS's SM100 kernels split K through their tile scheduler (split-K and stream-K modes of
-  // the persistent scheduler): a skinny GEMM of fewer tiles than SMs runs a CTA per tile and split.
-  void splits_chosen() override { grid = 0; }
+  // the persistent scheduler): a skinny GEMM of fewer tiles than SMs runs a CTA per tile and split,
+  // each with one accumulator buffer (one tile to drain). Not modelled: the CTA dispatcher does
+  // not bound the CTAs an SM holds by tensor memory (occupancy() counts slots, warps, registers
+  // and shared memory), so split CTAs of wide tiles could together hold more columns than an
+  // SM's TMEM; the skinny GEMMs that split stay within it (4 x 64 or 3 x 128 of 512 columns).
+  void splits_chosen() override {
+    grid = 0;
+    acc_buffers = 1;
+  }
 
   std::string describe() const override {
     std::ostringstream os;

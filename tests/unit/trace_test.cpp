@@ -154,6 +154,13 @@ TEST_CASE("a host op waits its duration and the report counts it as host time", 
   const YAML::Node eager = xpusim::testing::simulate(h100, chain);
   CHECK(eager["total"]["time_s"].as<double>() >= 10 * 40e-6);
   CHECK_THAT(trace_error("xpusim_trace: 1\neager_issue: 5\nops:\n" + gemm), Catch::Contains("eager_issue"));
+  // The host's serial work (a host op on stream 0) holds the issuing thread: the kernels after
+  // it are issued after it, one every eager_issue, and the host op takes no issue slot.
+  std::string serial = "xpusim_trace: 1\neager_issue: 40 us\nops:\n  - {name: wait, kind: host, duration: 500 us}\n";
+  for (int i = 0; i < 10; ++i) serial += "  - {name: e" + std::to_string(i) + ", kind: elementwise, shape: [256], dtype: bf16}\n";
+  const YAML::Node s = xpusim::testing::simulate(h100, serial);
+  CHECK(s["total"]["time_s"].as<double>() >= 500e-6 + 10 * 40e-6);
+  CHECK(s["ops"][1]["start_s"].as<double>() >= 540e-6 - 1e-9);
 }
 
 TEST_CASE("a delay op takes its duration, with units, and nothing else", "[trace][sim]") {
