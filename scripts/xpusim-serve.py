@@ -594,6 +594,10 @@ class StepModel:
                    "--weights", a.weights, "--kv", a.kv, "--tp", str(a.tp), "-o", trace]
             if past:
                 cmd += ["--past", str(past)]
+            if alone:
+                # The attention kernel alone at a ladder point may lie past the model's context
+                # (a chunk near it is bracketed by points on either side).
+                cmd += ["--max-context", str(length + past)]
             if a.math:
                 cmd += ["--math", a.math]
             if a.kv_page:

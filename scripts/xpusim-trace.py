@@ -596,6 +596,9 @@ def main():
                     help="fused attention reads a paged KV cache of this many tokens per page, through a block "
                          "table, as vLLM (16) and TensorRT-LLM (64) keep it (default 0: contiguous)")
     ap.add_argument("--sparsity", choices=["2:4"], default=None, help="2:4 sparse weights")
+    ap.add_argument("--max-context", type=int, default=None,
+                    help="the longest sequence accepted (default: the card's `context`); xpusim serve's step model "
+                         "simulates a chunk's attention kernel alone past it, to interpolate near the context")
     ap.add_argument("--layers", type=int, default=None, help="generate only the first N layers, N >= 1 (default all)")
     ap.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (default 1)")
     ap.add_argument("--pp", type=int, default=1, help="pipeline stages, prefill and decode (default 1)")
@@ -661,12 +664,16 @@ def main():
         fail(f"--phase {a.phase}: a resnet runs inference (a forward pass) only; leave --phase out")
     if c.get("family") != "resnet" and c["encoder"] and a.phase == "decode":
         fail(f"{a.model}: an encoder has no decode phase")
-    if c.get("family") != "resnet" and c.get("context"):
+    if a.max_context is not None and a.max_context < 1:
+        fail("--max-context must be at least 1 token")
+    limit = a.max_context or (c.get("context") if c.get("family") != "resnet" else None)
+    if limit:
         # The card's longest sequence (max_position_embeddings): a longer one is not the model.
         longest = a.context if a.phase == "decode" else a.past + a.prompt
         what = "--context" if a.phase == "decode" else "--prompt" + (" + --past" if a.past else "")
-        if longest > c["context"]:
-            fail(f"{what} {longest} is beyond {c['name']}'s context of {c['context']} tokens (key 'context' in {a.model})")
+        if longest > limit:
+            key = "--max-context" if a.max_context else f"key 'context' in {a.model}"
+            fail(f"{what} {longest} is beyond {c['name']}'s context of {limit} tokens ({key})")
     if a.weights != a.math and (c.get("family") == "resnet" or a.phase == "train"):
         fail("--math different from --weights (weight-only quantisation) is generated for transformer prefill and decode")
     a.rt = None
