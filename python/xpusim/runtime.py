@@ -217,6 +217,13 @@ class Runtime:
         self.per_prompt_token_s = values["request"].get("per_prompt_token", 0.0)
         self.first_token_s = values["request"]["first_token"]
 
+    def shown_path(self):
+        """The profile's path as reports show it: configs/runtimes/NAME.yaml for a shipped one
+        (the same bytes on every machine), else as given."""
+        if os.path.dirname(os.path.abspath(self.path)) == os.path.abspath(PROFILES):
+            return "configs/runtimes/" + os.path.basename(self.path)
+        return self.path
+
     def graph_batch(self, batch):
         """The captured size a decode of `batch` sequences runs at, or None (eager: above the largest)."""
         i = bisect.bisect_left(self.decode_graphs, batch)
@@ -259,7 +266,7 @@ class Runtime:
         return rt
 
     def summary(self):
-        return {"name": self.name, "version": self.version, "path": self.path, "fixed_s": self.fixed_s,
+        return {"name": self.name, "version": self.version, "path": self.shown_path(), "fixed_s": self.fixed_s,
                 "per_sequence_s": self.per_sequence_s, "per_prefill_token_s": self.per_prefill_token_s,
                 "overlapped_fixed_s": self.beside_fixed_s, "overlapped_per_sequence_s": self.beside_per_sequence_s,
                 "decode_graphs": self.decode_graphs,
