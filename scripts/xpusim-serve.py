@@ -55,29 +55,20 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GENERATOR = os.path.join(ROOT, "scripts", "xpusim-trace.py")
 REQUEST_FIELDS = {"id", "arrival", "prompt_tokens", "output_tokens", "priority"}
-def _load_generator():
-    spec = importlib.util.spec_from_file_location("xpusim_trace", GENERATOR)
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    return gen
-
-
-# The trace generator: model cards, formats, and the traces of steps.
-GEN = _load_generator()
-# Serving runtime profiles (python/xpusim/runtime.py, as the generator loads it).
-RUNTIME = GEN.RUNTIME
-
-
-def _load_report():
-    spec = importlib.util.spec_from_file_location("xpusim_serve_report",
-                                                  os.path.join(ROOT, "python", "xpusim", "serve_report.py"))
+def _load_module(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
+# The trace generator: model cards, formats, and the traces of steps.
+GEN = _load_module("xpusim_trace", GENERATOR)
+# Serving runtime profiles (python/xpusim/runtime.py, as the generator loads it).
+RUNTIME = GEN.RUNTIME
+
 # The outputs (python/xpusim/serve_report.py): the summary, its files and the rate sweep's page.
-REPORT = _load_report()
+REPORT = _load_module("xpusim_serve_report", os.path.join(ROOT, "python", "xpusim", "serve_report.py"))
 TBT_BINS, tbt_bin, hist_percentile, percentile = REPORT.TBT_BINS, REPORT.tbt_bin, REPORT.hist_percentile, REPORT.percentile
 latency_breakdown, summarise, write = REPORT.latency_breakdown, REPORT.summarise, REPORT.write
 svg_chart, html_page = REPORT.svg_chart, REPORT.html_page
@@ -123,7 +114,7 @@ def parse_length(text, flag):
 
 
 def generate_requests(a, max_context):
-    if getattr(a, "concurrency", 0):
+    if a.concurrency:
         return closed_loop_requests(a, max_context)
     if a.rate <= 0 or a.duration <= 0:
         fail("--rate and --duration must be positive")
@@ -394,7 +385,7 @@ class StepModel:
     def key(self, phase, batch, length, past=0):
         a = self.a
         where = f" past{past}" if past else ""
-        rt = f" sampler-{a.sampler}" if getattr(a, "sampler", None) else ""
+        rt = f" sampler-{a.sampler}" if a.sampler else ""
         rt += "".join(f" {s}" for s in self.runtime_sets(phase, batch))
         return (f"{phase} b{batch} n{length}{where} tp{a.tp} w{a.weights} m{a.math or a.weights} kv{a.kv} "
                 f"page{a.kv_page} {os.path.basename(a.model)} {os.path.basename(a.config)} {' '.join(a.set)}{rt}")
@@ -602,7 +593,7 @@ class StepModel:
                 cmd += ["--math", a.math]
             if a.kv_page:
                 cmd += ["--kv-page", str(a.kv_page)]
-            if getattr(a, "sampler", None) and not alone:
+            if a.sampler and not alone:
                 cmd += ["--sampler", a.sampler]
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode != 0:
@@ -1025,7 +1016,7 @@ class Cluster:
         egress = a.rt.first_token_s if a.rt else 0.0  # a token's way back to the client
         # Open loop: every request at its arrival. Closed loop (--concurrency N): N clients, each
         # sending its next request when its last answer has reached it.
-        closed = getattr(a, "concurrency", 0) or 0
+        closed = a.concurrency
         for r in reqs[:closed]:
             r.arrival = 0.0  # the clients' first requests, together
         pending = [(r.arrival + ingress(r.prompt), r.seq, r) for r in (reqs[:closed] if closed else reqs)]

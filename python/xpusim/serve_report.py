@@ -79,7 +79,7 @@ def summarise(a, reqs, finished, server, replica, steps):
     good = [x for x in rows if (a.slo_ttft is None or x["ttft_s"] <= a.slo_ttft) and
             (a.slo_tpot is None or x["tpot_s"] is None or x["tpot_s"] <= a.slo_tpot)]
     # A closed loop's arrivals are its clients' (the requests' own times are not used): no rate.
-    arrivals = 0 if getattr(a, "concurrency", 0) else max(r["arrival"] for r in reqs) - min(r["arrival"] for r in reqs)
+    arrivals = 0 if a.concurrency else max(r["arrival"] for r in reqs) - min(r["arrival"] for r in reqs)
     s = {
         "requests": len(reqs), "finished": len(finished), "span_s": span,
         "arrival_rate_rps": len(reqs) / arrivals if arrivals > 0 else None,

@@ -115,6 +115,20 @@ int64_t get_int(const Ctx& cx, const YAML::Node& n, const std::string& key, int6
   return v;
 }
 
+// A time with its unit, from 0 to `most_s` (`most_text` in the message; `example` when not a scalar).
+double get_time(const Ctx& cx, const YAML::Node& n, const std::string& key, double most_s, const std::string& most_text,
+                const std::string& example) {
+  if (!n.IsScalar()) fail(cx.at(n), key, "expected a time, e.g. " + example);
+  double v = 0;
+  try {
+    v = units::parse(n.Scalar(), units::Dim::Time).value;
+  } catch (const std::invalid_argument& e) {
+    fail(cx.at(n), key, e.what());
+  }
+  if (!(v >= 0 && v <= most_s)) fail(cx.at(n), key, "must be between 0 s and " + most_text);
+  return v;
+}
+
 double get_double(const Ctx& cx, const YAML::Node& n, const std::string& key, double lo, double hi) {
   if (!n.IsScalar()) fail(cx.at(n), key, "expected a number");
   refuse_quoted(cx, n, key, "a number");
@@ -499,14 +513,7 @@ class Parser {
         break;
       case OpKind::delay:
       case OpKind::host: {
-        const YAML::Node d = need("duration");
-        if (!d.IsScalar()) fail(cx.at(d), path + ".duration", "expected a time, e.g. 12.5 us");
-        try {
-          o.duration_s = units::parse(d.Scalar(), units::Dim::Time).value;
-        } catch (const std::invalid_argument& e) {
-          fail(cx.at(d), path + ".duration", e.what());
-        }
-        if (!(o.duration_s >= 0 && o.duration_s <= 3600)) fail(cx.at(d), path + ".duration", "must be between 0 s and 1 h");
+        o.duration_s = get_time(cx, need("duration"), path + ".duration", 3600, "1 h", "12.5 us");
         break;
       }
       case OpKind::all_reduce:
@@ -659,15 +666,7 @@ void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
     t.description = d.Scalar();
   }
   if (root["tokens"]) t.tokens = static_cast<double>(get_int(cx, root["tokens"], "tokens", 1, int64_t{1} << 40));
-  if (const YAML::Node e = root["eager_issue"]) {
-    if (!e.IsScalar()) fail(cx.at(e), "eager_issue", "expected a time, e.g. 8 us");
-    try {
-      t.eager_issue_s = units::parse(e.Scalar(), units::Dim::Time).value;
-    } catch (const std::invalid_argument& ex) {
-      fail(cx.at(e), "eager_issue", ex.what());
-    }
-    if (!(t.eager_issue_s >= 0 && t.eager_issue_s <= 1)) fail(cx.at(e), "eager_issue", "must be between 0 s and 1 s");
-  }
+  if (const YAML::Node e = root["eager_issue"]) t.eager_issue_s = get_time(cx, e, "eager_issue", 1, "1 s", "8 us");
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ def args(**kw):
                            output_len="uniform:8:256", seed=3, rates=None, out=None, max_context=4096, replicas=1,
                            router="least-loaded", disaggregate=None, kv_link="nvlink", preemption="recompute",
                            swap_space=4.0, swap_bandwidth=64.0, jobs=0, step_cache=None, set=[], kv_page=0,
-                           rt=None)
+                           rt=None, sampler=None, concurrency=0, num_requests=None)
     for k, v in kw.items():
         setattr(a, k, v)
     return a
