@@ -43,6 +43,9 @@ GEMM_COSTS = "docs/validation/measured/h100-sxm-2026-11-26/gemm-kernel-costs.csv
 GEMM_PARTS = "docs/validation/measured/h100-sxm-2026-11-26/gemm-cold-parts.csv"
 # The row kernels.gemm.cta_setup was fitted to (configs/h100-sxm.yaml).
 GEMM_PARTS_FITTED = {("bf16", 64, 64, 64)}
+# The decode steps' projections of the published serving rows (Llama-3-8B bf16, Llama-3-70B fp8
+# TP2), 1-64 sequences, weights cold (scripts/measure/serving_kernels.py decode-*-cold).
+DECODE = "docs/validation/measured/h100-sxm-2026-11-27"
 ROW_KINDS = {"layer_norm": "layernorm", "rms_norm": "layernorm", "softmax": "softmax", "sum": "reduction", "add": "elementwise"}
 CALLS = 3
 
@@ -50,20 +53,21 @@ CALLS = 3
 # Each group's measurements, by file name in a card's directory.
 GROUP_FILES = {"skinny": "skinny-cold.csv", "fp8": "fp8-cold.csv", "square": "square-cold.csv",
                "attention": "attention-cold.csv", "rows": "rows-flushed.csv", "fused": "fused-norm.csv",
-               "fused_graph": "fusion.csv", "gemm_costs": "gemm-kernel-costs.csv", "gemm_parts": "gemm-cold-parts.csv"}
+               "fused_graph": "fusion.csv", "gemm_costs": "gemm-kernel-costs.csv", "gemm_parts": "gemm-cold-parts.csv",
+               "decode_skinny": "decode-skinny-cold.csv", "decode_fp8": "decode-fp8-cold.csv"}
 GROUPS = list(GROUP_FILES)
 
 
 def cases(groups, files):
     """(group, label, op fields without name and deps, measured seconds per call). `files` maps
     each group to its CSV, relative to the repository."""
-    if "skinny" in groups:
-        for r in csv.DictReader(open(os.path.join(ROOT, files["skinny"]))):
-            yield "skinny", f"{r['model']} {r['proj']} {r['m']}x{r['n']}x{r['k']}", \
+    for g in [g for g in ("skinny", "decode_skinny") if g in groups]:
+        for r in csv.DictReader(open(os.path.join(ROOT, files[g]))):
+            yield g, f"{r['model']} {r['proj']} {r['m']}x{r['n']}x{r['k']}", \
                 dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype="bf16"), float(r["best_s"])
-    if "fp8" in groups:
-        for r in csv.DictReader(open(os.path.join(ROOT, files["fp8"]))):
-            yield "fp8", f"fp8 {r['m']}x{r['n']}x{r['k']}", \
+    for g in [g for g in ("fp8", "decode_fp8") if g in groups]:
+        for r in csv.DictReader(open(os.path.join(ROOT, files[g]))):
+            yield g, f"fp8 {r['m']}x{r['n']}x{r['k']}", \
                 dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype="fp8_e4m3", out_dtype="bf16"), float(r["best_s"])
     if "square" in groups:
         for r in csv.DictReader(open(os.path.join(ROOT, files["square"]))):
@@ -139,7 +143,7 @@ def main():
     ap.add_argument("--xpusim", default=os.path.join(ROOT, "build/xpusim"))
     ap.add_argument("-c", "--config", default="configs/h100-sxm.yaml")
     ap.add_argument("--measured", help="a directory holding every group's CSV (default: the H100's files of "
-                    "2026-11-24 and, for rows/fused/gemm_costs/gemm_parts, those named at the top of this script)")
+                    "2026-11-24 and, for rows/fused/gemm_costs/gemm_parts/decode_*, those named at the top of this script)")
     ap.add_argument("--group", action="append", choices=GROUPS,
                     help="groups to run (repeatable; default all)")
     ap.add_argument("--set", action="append", default=[], help="passed to xpusim run --set")
@@ -147,7 +151,9 @@ def main():
     groups = args.group or ["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph"]
     files = {g: os.path.join(args.measured or MEASURED, f) for g, f in GROUP_FILES.items()}
     if not args.measured:
-        files.update(rows=ROWS, fused=FUSED, gemm_costs=GEMM_COSTS, gemm_parts=GEMM_PARTS)
+        files.update(rows=ROWS, fused=FUSED, gemm_costs=GEMM_COSTS, gemm_parts=GEMM_PARTS,
+                     decode_skinny=os.path.join(DECODE, GROUP_FILES["decode_skinny"]),
+                     decode_fp8=os.path.join(DECODE, GROUP_FILES["decode_fp8"]))
     for g in groups:
         if not os.path.exists(os.path.join(ROOT, files[g])):
             sys.exit(f"check-kernels.py: group {g} needs {files[g]}, which does not exist")

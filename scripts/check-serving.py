@@ -56,7 +56,7 @@ def replica_figures(serve, row):
     """Weights and KV bytes per token per GPU, and HBM per GPU, as xpusim-serve reckons them."""
     a = argparse.Namespace(config=os.path.join(ROOT, row["config"]), set=row["sets"], tp=int(row["tp"]),
                            weights=row["weights"], kv=row["kv"], gpu_memory_utilization=0.95,
-                           activation_reserve=0.0, kv_blocks=0, block_size=16)
+                           activation_reserve=0.0, kv_blocks=None, block_size=16)
     r = serve.Replica(a, serve.load_card(os.path.join(ROOT, row["model"])))
     return r.hbm, r.weights_per_gpu, r.kv_bytes_per_token
 

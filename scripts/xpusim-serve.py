@@ -47,6 +47,7 @@ import math
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,7 +55,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GENERATOR = os.path.join(ROOT, "scripts", "xpusim-trace.py")
-REQUEST_FIELDS = {"id", "arrival", "prompt_tokens", "output_tokens", "priority"}
+
+
 def _load_module(name, path):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -66,6 +68,9 @@ def _load_module(name, path):
 GEN = _load_module("xpusim_trace", GENERATOR)
 # Serving runtime profiles (python/xpusim/runtime.py, as the generator loads it).
 RUNTIME = GEN.RUNTIME
+
+# The step cache's content-keyed fingerprint and its checked file (python/xpusim/step_cache.py).
+STEPCACHE = _load_module("xpusim_step_cache", os.path.join(ROOT, "python", "xpusim", "step_cache.py"))
 
 # The outputs (python/xpusim/serve_report.py): the summary, its files and the rate sweep's page.
 REPORT = _load_module("xpusim_serve_report", os.path.join(ROOT, "python", "xpusim", "serve_report.py"))
@@ -81,131 +86,13 @@ def format_bytes(fmt):
     return (GEN.BITS[fmt] + SCALE_BITS.get(fmt, 0)) / 8
 
 
-class ServeError(Exception):
-    pass
-
-
-def fail(msg):
-    raise ServeError(msg)
-
-
-# ---------------------------------------------------------------------------------------------
-# Requests
-
-
-def parse_length(text, flag):
-    """A length distribution: N (fixed), uniform:A:B, or normal:MEAN:SD (clipped at 1)."""
-    parts = text.split(":")
-    try:
-        if len(parts) == 1:
-            n = int(parts[0])
-            if n < 1:
-                raise ValueError
-            return lambda rng: n
-        kind, a, b = parts
-        a, b = float(a), float(b)
-        if kind == "uniform" and 1 <= a <= b:
-            return lambda rng: rng.randint(int(a), int(b))
-        if kind == "normal" and a >= 1 and b >= 0:
-            return lambda rng: max(1, int(round(rng.gauss(a, b))))
-    except ValueError:
-        pass
-    fail(f"{flag} {text}: expected a token count, uniform:MIN:MAX or normal:MEAN:SD (lengths of at least 1)")
-
-
-def generate_requests(a, max_context):
-    if a.concurrency:
-        return closed_loop_requests(a, max_context)
-    if a.rate <= 0 or a.duration <= 0:
-        fail("--rate and --duration must be positive")
-    rng = random.Random(a.seed)
-    prompt, output = parse_length(a.prompt_len, "--prompt-len"), parse_length(a.output_len, "--output-len")
-    reqs, t = [], 0.0
-    while True:
-        if a.arrivals == "poisson":
-            t += rng.expovariate(a.rate)
-        else:  # bursty: gamma inter-arrival times with a coefficient of variation of 2, the same mean rate
-            t += rng.gammavariate(0.25, 4.0 / a.rate)
-        if t >= a.duration:
-            break
-        p, o = prompt(rng), output(rng)
-        if p + o > max_context:
-            p = max(1, max_context - o)
-            o = min(o, max_context - p)
-        reqs.append({"id": str(len(reqs)), "arrival": t, "prompt_tokens": p, "output_tokens": o, "priority": 0})
-    return reqs
-
-
-def closed_loop_requests(a, max_context):
-    """--num-requests requests for --concurrency clients (arrivals set as clients send them)."""
-    if a.num_requests < 1:
-        fail("--num-requests must be at least 1")
-    rng = random.Random(a.seed)
-    prompt, output = parse_length(a.prompt_len, "--prompt-len"), parse_length(a.output_len, "--output-len")
-    reqs = []
-    for i in range(a.num_requests):
-        p, o = prompt(rng), output(rng)
-        if p + o > max_context:
-            p = max(1, max_context - o)
-            o = min(o, max_context - p)
-        reqs.append({"id": str(i), "arrival": 0.0, "prompt_tokens": p, "output_tokens": o, "priority": 0})
-    return reqs
-
-
-def load_requests(path, max_context):
-    reqs, seen = [], {}
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        fail(f"{path}: {e.strerror}")
-    for n, line in enumerate(lines, 1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        where = f"{path}:{n}"
-        def unique(pairs):
-            keys = [k for k, _ in pairs]
-            for k in keys:
-                if keys.count(k) > 1:
-                    fail(f"{where}: field '{k}' appears twice in one request")
-            return dict(pairs)
-
-        def no_constant(name):
-            fail(f"{where}: {name} is not a JSON number")
-
-        try:
-            r = json.loads(s, object_pairs_hook=unique, parse_constant=no_constant)
-        except json.JSONDecodeError as e:
-            fail(f"{where}: not a JSON object ({e.msg} at column {e.colno})")
-        if not isinstance(r, dict):
-            fail(f"{where}: a request is a JSON object, got {type(r).__name__}")
-        for k in r:
-            if k not in REQUEST_FIELDS:
-                fail(f"{where}: unknown field '{k}' (known: {', '.join(sorted(REQUEST_FIELDS))})")
-        for k in ("arrival", "prompt_tokens", "output_tokens"):
-            if k not in r:
-                fail(f"{where}: missing field '{k}'")
-        if not isinstance(r["arrival"], (int, float)) or isinstance(r["arrival"], bool) or r["arrival"] < 0 \
-                or not math.isfinite(r["arrival"]):
-            fail(f"{where}: field 'arrival' must be a time in seconds, at least 0")
-        for k in ("prompt_tokens", "output_tokens"):
-            if not isinstance(r[k], int) or isinstance(r[k], bool) or r[k] < 1:
-                fail(f"{where}: field '{k}' must be a whole number of tokens, at least 1")
-        if "priority" in r and (not isinstance(r["priority"], int) or isinstance(r["priority"], bool)):
-            fail(f"{where}: field 'priority' must be an integer")
-        if r["prompt_tokens"] + r["output_tokens"] > max_context:
-            fail(f"{where}: prompt_tokens + output_tokens = {r['prompt_tokens'] + r['output_tokens']} exceeds the "
-                 f"model's context of {max_context} tokens (--max-context)")
-        rid = str(r.get("id", len(reqs)))
-        if rid in seen:
-            fail(f"{where}: field 'id' {rid!r} repeats line {seen[rid]}")
-        seen[rid] = n
-        reqs.append({"id": rid, "arrival": float(r["arrival"]), "prompt_tokens": r["prompt_tokens"],
-                     "output_tokens": r["output_tokens"], "priority": r.get("priority", 0)})
-    if not reqs:
-        fail(f"{path}: no requests")
-    reqs.sort(key=lambda r: r["arrival"])
-    return reqs
+# The request stream (python/xpusim/serve_requests.py): generated, closed-loop or read, checked
+# and bounded; its ServeError is every serving error's.
+REQUESTS = _load_module("xpusim_serve_requests", os.path.join(ROOT, "python", "xpusim", "serve_requests.py"))
+ServeError, fail = REQUESTS.ServeError, REQUESTS.fail
+MAX_REQUESTS, MAX_REPLICAS = REQUESTS.MAX_REQUESTS, REQUESTS.MAX_REPLICAS
+parse_length, generate_requests, load_requests = REQUESTS.parse_length, REQUESTS.generate_requests, REQUESTS.load_requests
+closed_loop_requests = REQUESTS.closed_loop_requests
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,7 +182,7 @@ class Replica:
         # than GPUs) of its stage's layers.
         self.kv_bytes_per_token = 2 * layers * max(1, kv_heads // a.tp) * head_dim * format_bytes(a.kv)
         usable = hbm * a.gpu_memory_utilization - self.weights_per_gpu - a.activation_reserve * 2 ** 30
-        if a.kv_blocks:
+        if a.kv_blocks is not None:
             self.blocks = a.kv_blocks
         else:
             if usable <= 0:
@@ -345,6 +232,7 @@ class StepModel:
         self.a, self.card, self.out = a, card, out
         self.path = a.step_cache or os.path.join(out, "step-cache.json")
         self.cache = {}
+        self.fingerprint = self.content_fingerprint()
         self.merge_file()
         self.lengths = ladder(16, a.bucket_ratio, max(a.max_context, a.max_batched_tokens))
         # No point beyond the model's context (one sequence that long is not the model): the
@@ -359,6 +247,19 @@ class StepModel:
         self.jobs = max(1, a.jobs or os.cpu_count() or 1)
         self.simulated = 0
         self.bucket_checks = []
+
+    def content_fingerprint(self):
+        """What a step's time depends on beyond its key's text: the resolved config, the model
+        card, the engine, the trace generator and this script, which makes the steps from them
+        (python/xpusim/step_cache.py)."""
+        a = self.a
+        engine = shutil.which(XPUSIM) or XPUSIM
+        sources = [GENERATOR, os.path.abspath(__file__)] + [os.path.join(ROOT, "python", "xpusim", f)
+                                                            for f in ("runtime.py", "sampler.py")]
+        try:
+            return STEPCACHE.fingerprint(describe(XPUSIM, a.config, tuple(a.set)), a.model, engine, sources)
+        except OSError as e:
+            fail(f"{e.filename}: cannot read it for the step cache's fingerprint: {e.strerror}")
 
     @staticmethod
     def batch_bracket(b):
@@ -387,8 +288,8 @@ class StepModel:
         where = f" past{past}" if past else ""
         rt = f" sampler-{a.sampler}" if a.sampler else ""
         rt += "".join(f" {s}" for s in self.runtime_sets(phase, batch))
-        return (f"{phase} b{batch} n{length}{where} tp{a.tp} w{a.weights} m{a.math or a.weights} kv{a.kv} "
-                f"page{a.kv_page} {os.path.basename(a.model)} {os.path.basename(a.config)} {' '.join(a.set)}{rt}")
+        return (f"{self.fingerprint} {phase} b{batch} n{length}{where} tp{a.tp} w{a.weights} m{a.math or a.weights} "
+                f"kv{a.kv} page{a.kv_page} {os.path.basename(a.model)} {os.path.basename(a.config)} {' '.join(a.set)}{rt}")
 
     def runtime_sets(self, phase, batch):
         """The runtime's engine overrides for a point: eager issue where it runs the step without
@@ -401,16 +302,18 @@ class StepModel:
     # -- the points -------------------------------------------------------------------------
 
     def merge_file(self):
-        """Take in the points the cache file has (another run sharing it may have added some)."""
+        """Take in the points the cache file has (another run sharing it may have added some);
+        a file or entry that is not a step cache's is an error naming it, never rewritten."""
         try:
-            with open(self.path) as f:
-                got = json.load(f)
-        except (OSError, json.JSONDecodeError):
-            return
-        if isinstance(got, dict):
-            for k, v in got.items():
-                if isinstance(v, list) and len(v) == self.VALUES:
-                    self.cache.setdefault(k, v)
+            got = STEPCACHE.load(self.path)
+        except STEPCACHE.StepCacheError as e:
+            fail(str(e))
+        for k, v in got.items():
+            self.cache.setdefault(k, v)
+
+    def own(self):
+        """This run's entries: those with its fingerprint."""
+        return sum(1 for k in self.cache if k.startswith(self.fingerprint + " "))
 
     def missing(self, points):
         todo = []
@@ -1297,7 +1200,8 @@ def main(argv=None):
     ap.add_argument("--block-size", type=int, default=16, help="tokens per KV block (vLLM's default 16)")
     ap.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="share of HBM for weights and cache (0.9)")
     ap.add_argument("--activation-reserve", type=float, default=4.0, help="GiB per GPU kept for activations (default 4)")
-    ap.add_argument("--kv-blocks", type=int, default=0, help="override the KV cache's block count")
+    ap.add_argument("--kv-blocks", type=int, default=None,
+                    help="override the KV cache's block count (at least 1; default: what the memory holds)")
     ap.add_argument("--max-context", type=int, default=0, help="longest request (default: the card's context, else 4096)")
     ap.add_argument("--bucket-ratio", type=float, default=1.5,
                     help="ratio of the length ladder whose points are simulated and interpolated between (default 1.5)")
@@ -1308,9 +1212,9 @@ def main(argv=None):
                     help="the serving runtime around the kernels: vllm, trtllm, sglang (configs/runtimes/) or a "
                          "profile's path; its host work per step, CUDA-graph padding of decode batches, eager "
                          "prefill, sampler and request path (default: none, the kernels alone)")
-    ap.add_argument("--sampler", choices=["greedy", "top_p"], default=None,
-                    help="the sampler's kernels in every step: greedy (argmax) or top_p (softmax, a top-p pass, a "
-                         "draw); default: --runtime's, else none")
+    ap.add_argument("--sampler", choices=RUNTIME.SAMPLERS, default=None,
+                    help="the sampler's kernels in every step (" + RUNTIME.SAMPLER_HELP + "); default: "
+                         "--runtime's, else none")
     ap.add_argument("--set", action="append", default=[], help="config override passed to xpusim run")
     ap.add_argument("--check", action="store_true",
                     help="check the flags, model, requests and that the model fits, simulate nothing (what "
@@ -1327,8 +1231,16 @@ def main(argv=None):
                 fail(f"--{flag.replace('_', '-')} must be at least 1")
         if a.jobs < 0:
             fail("--jobs must be 0 (the CPUs) or more")
-        if a.replicas < 1:
-            fail("--replicas must be at least 1")
+        if not 1 <= a.replicas <= MAX_REPLICAS:
+            fail(f"--replicas {a.replicas}: must be 1 to {MAX_REPLICAS}")
+        for flag in ("rate", "duration"):
+            if not (getattr(a, flag) > 0 and math.isfinite(getattr(a, flag))):
+                fail(f"--{flag} {getattr(a, flag)}: must be a positive, finite number")
+        if not a.requests and not a.concurrency and not a.rates and a.rate * a.duration > MAX_REQUESTS:
+            fail(f"--rate {a.rate} x --duration {a.duration}: about {a.rate * a.duration:.3g} requests, more than "
+                 f"{MAX_REQUESTS}")
+        if a.kv_blocks is not None and a.kv_blocks < 1:
+            fail(f"--kv-blocks {a.kv_blocks}: must be at least 1 (leave it out for what the memory holds)")
         if a.swap_space < 0 or not a.swap_bandwidth > 0:
             fail("--swap-space must be 0 or more GiB and --swap-bandwidth a positive GB/s")
         if a.disaggregate is not None:
@@ -1340,6 +1252,8 @@ def main(argv=None):
             if a.scheduler == "static":
                 fail("--disaggregate runs continuous or chunked batching on each pool, not static")
             a.disaggregate = (int(m.group(1)), int(m.group(2)))
+            if sum(a.disaggregate) > MAX_REPLICAS:
+                fail(f"--disaggregate {m.group(0)}: at most {MAX_REPLICAS} replicas in all")
         if not 0 < a.gpu_memory_utilization <= 1:
             fail("--gpu-memory-utilization must be in (0, 1]")
         if a.bucket_ratio <= 1:
@@ -1370,6 +1284,8 @@ def main(argv=None):
             fail("--num-requests applies with --concurrency (an open loop's requests come from --rate and --duration, "
                  "or --requests)")
         a.num_requests = 100 if a.num_requests is None else a.num_requests
+        if not 1 <= a.num_requests <= MAX_REQUESTS or a.concurrency > MAX_REQUESTS:
+            fail(f"--num-requests and --concurrency: 1 to {MAX_REQUESTS} requests")
         card = load_card(a.model)
         if a.pp > card["layers"]:
             fail(f"--pp {a.pp}: more stages than {card['name']}'s {card['layers']} layers")

@@ -333,18 +333,13 @@ def layer_ops(c, a, devices=None):
 
 def sampling_ops(c, a):
     """The sampler's kernels after the LM head, on the real sequences: the logits' shards
-    gathered from the TP group, cast to fp32, then an argmax (greedy) or a softmax and a top-p
-    pass and a draw (top_p) over the vocabulary."""
+    gathered from the TP group, then the kernels of the sampling path a.sampler
+    (python/xpusim/sampler.py) over the vocabulary."""
     B, V = a.batch, vocab_shard(c, a.tp) * a.tp
     ops = []
     if a.tp > 1:
         ops.append({"name": "logits_gather", "kind": "all_gather", "bytes": int(B * V * act_bytes(a.activations))})
-    ops.append({"name": "logits_fp32", "kind": "elementwise", "shape": [B, V], "dtype": "fp32"})
-    if a.sampler == "top_p":
-        ops += [{"name": "sample_softmax", "kind": "softmax", "shape": [B, V], "dtype": "fp32"},
-                {"name": "sample_top_p", "kind": "reduction", "shape": [B, V], "dtype": "fp32"}]
-    ops.append({"name": "sample_pick", "kind": "reduction", "shape": [B, V], "dtype": "fp32"})
-    return ops
+    return ops + RUNTIME.sampler.sampler_ops(a.sampler, B, V, a.activations)
 
 
 def runtime_step(trace, a, group):
@@ -609,10 +604,9 @@ def main():
                          "work as a `host` op, the decode batch padded to its captured CUDA-graph size, its sampler's "
                          "kernels, and eager issue where it runs the step without a graph (prefill and decode, "
                          "without --pp)")
-    ap.add_argument("--sampler", choices=["greedy", "top_p"], default=None,
-                    help="add the sampler's kernels after the LM head: greedy (an argmax over the vocabulary) or "
-                         "top_p (softmax, a top-p pass, a draw); with --tp the logits are all-gathered first "
-                         "(default: --runtime's, else none)")
+    ap.add_argument("--sampler", choices=RUNTIME.SAMPLERS, default=None,
+                    help="add the sampler's kernels after the LM head (" + RUNTIME.SAMPLER_HELP + "); with --tp "
+                         "the logits are all-gathered first (default: --runtime's, else none)")
     ap.add_argument("-o", "--out", default="-", help="output file, YAML or, if it ends in .jsonl, JSON Lines "
                     "(default: YAML on standard output)")
     a = ap.parse_args()

@@ -17,11 +17,26 @@ only: the scripts load it by path, without the compiled module. Errors name the 
 column and key (RuntimeProfileError, a ValueError).
 """
 import bisect
+import importlib.util
 import os
 import re
 
 import yaml
 
+
+def _sibling(name):
+    """python/xpusim/NAME.py beside this file, by path: this file is itself loaded by path, outside
+    the package, by the scripts."""
+    spec = importlib.util.spec_from_file_location("xpusim_" + name,
+                                                  os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+sampler = _sibling("sampler")
+SAMPLERS = list(sampler.SAMPLERS)
+SAMPLER_HELP = sampler.describe()
 
 
 def _profiles_dir():
@@ -77,8 +92,8 @@ SCHEMA = {
     }, True, "CUDA graphs"),
     "eager_issue": ("time", True, "host time to issue one kernel when a step runs eagerly (the GPU idles when "
                                   "kernels are shorter): the engine's kernels.eager_issue"),
-    "sampling": ("choice:greedy|top_p", True, "the sampler's GPU work per step: greedy (an argmax over the "
-                                               "vocabulary) or top_p (softmax, then a top-p pass over it)"),
+    "sampling": ("choice:" + "|".join(SAMPLERS), True, "the sampler's GPU work per step, a path of "
+                                                       "python/xpusim/sampler.py: " + SAMPLER_HELP),
     "request": ({
         "arrival": ("time", True, "from a request's arrival to the scheduler seeing it: the API server's HTTP "
                                   "handling and hand-off to the engine"),

@@ -103,7 +103,7 @@ def summarise(a, reqs, finished, server, replica, steps):
         "kv_cache": {"blocks": replica.blocks, "block_tokens": a.block_size, "max_used_blocks": server.max_used,
                      "bytes_per_token_per_gpu": replica.kv_bytes_per_token,
                      "weights_per_gpu_bytes": replica.weights_per_gpu},
-        "step_cache": {"buckets": len(steps.cache), "simulated_now": steps.simulated,
+        "step_cache": {"buckets": steps.own(), "simulated_now": steps.simulated, "fingerprint": steps.fingerprint,
                        "bucketing_error": steps.bucket_checks},
         "pipeline": {"stages": a.pp, "send_s": sum(p.send_s for p in getattr(server, "pipes", []))},
         "latency_breakdown": latency_breakdown(finished, servers, ingress, egress),

@@ -19,12 +19,16 @@ Changes no device setting; samples SM clock and board power through NVML around 
                  from a CUDA graph and eager, for tiny kernels, small GEMMs and skinny linears
   clocks.csv     SM clock, memory clock and board power when each part started and ended
 
+  decode-*-cold.csv  the same for the decode steps of the published serving rows: Llama-3-8B
+                 (bf16, TP1) and Llama-3-70B (fp8, TP2) projections at 1-64 sequences
+
   *-cold.csv     the GEMMs and decode attention again with fresh operands for each call (a
                  different copy of the weights or KV cache, more than three L2s of them in
                  turn), as a model's successive layers meet them
 
 Usage: python3 serving_kernels.py OUT_DIR [part ...]   (parts: launch skinny fp8 attention
-prefill fusion skinny-cold fp8-cold square-cold attention-cold; default all)"""
+prefill fusion skinny-cold fp8-cold square-cold attention-cold decode-skinny-cold decode-fp8-cold;
+default all)"""
 import csv
 import os
 import sys
@@ -135,14 +139,23 @@ SKINNY_SHAPES = [
     ("llama-2-7b", "gate_up", 22016, 4096), ("llama-2-7b", "down", 4096, 11008),
 ]
 
+# The decode steps of the published serving rows (docs/validation/published/serving-latency.csv):
+# Llama-3-8B at TP1 (bf16) and Llama-3-70B at TP2 (fp8), each GPU's share of the projections.
+LLAMA3_BF16_SHAPES = [
+    ("llama-3-8b", "qkv", 6144, 4096), ("llama-3-8b", "o", 4096, 4096),
+    ("llama-3-8b", "gate_up", 28672, 4096), ("llama-3-8b", "down", 4096, 14336),
+]
+LLAMA3_FP8_SHAPES = [(5120, 8192), (8192, 4096), (28672, 8192), (8192, 14336)]
+DECODE_MS = [1, 8, 16, 32, 64]
 
-def skinny_rows(weights="warm"):
+
+def skinny_rows(weights="warm", shapes=None, ms=None):
     """warm: one weight matrix, called back to back (it stays in the L2 where it fits); cold:
     a different copy each call (see cold())."""
     rows = []
-    for model, proj, n, k in SKINNY_SHAPES:
+    for model, proj, n, k in shapes or SKINNY_SHAPES:
         w = torch.randn(n, k, device=dev, dtype=torch.bfloat16)
-        for m in [1, 8, 16, 32, 64, 128, 256, 512, 1024]:
+        for m in ms or [1, 8, 16, 32, 64, 128, 256, 512, 1024]:
             x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
             byt = 2 * (n * k + m * k + m * n)
             copies = 1
@@ -168,13 +181,18 @@ def skinny_rows(weights="warm"):
 FP8_SHAPES = [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)]
 
 
-def fp8_rows(weights="warm"):
+def fp8_rows(weights="warm", shapes=None, ms=None):
     rows = []
     one = torch.tensor(1.0, device=dev)
-    for n, k in FP8_SHAPES:
+    for n, k in shapes or FP8_SHAPES:
         wt = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()  # column-major B
-        for m in [64, 128, 4096]:
+        for m in ms or [64, 128, 4096]:
             a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
+            try:  # cuBLASLt's fp8 GEMMs refuse some shapes (rows not a multiple of 16)
+                torch._scaled_mm(a, wt, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            except RuntimeError as e:
+                print(f"fp8 {m}x{n}x{k} skipped: {str(e)[:160]}", flush=True)
+                continue
             byt = n * k + m * k + 2 * m * n
             copies = 1
             if weights == "cold":
@@ -416,22 +434,31 @@ def anatomy_rows():
 
 PARTS = {"anatomy": anatomy_rows, "launch": launch_rows, "skinny": skinny_rows, "fp8": fp8_rows, "attention": attention_rows,
          "prefill": prefill_rows, "fusion": fusion_rows, "skinny-cold": lambda: skinny_rows("cold"),
-         "fp8-cold": lambda: fp8_rows("cold"), "square-cold": square_cold_rows, "attention-cold": attention_cold_rows}
+         "fp8-cold": lambda: fp8_rows("cold"),
+         "decode-skinny-cold": lambda: skinny_rows("cold", LLAMA3_BF16_SHAPES, DECODE_MS),
+         "decode-fp8-cold": lambda: fp8_rows("cold", LLAMA3_FP8_SHAPES, DECODE_MS), "square-cold": square_cold_rows, "attention-cold": attention_cold_rows}
 
-if __name__ == "__main__":
-    out = sys.argv[1]
-    parts = sys.argv[2:] or list(PARTS)
+def run_parts(parts_table, out, parts):
+    """Run the named parts (all by default) into OUT, each writing its CSV as it finishes; a
+    part that fails is recorded and the rest still run. Clocks and power around each part."""
+    parts = parts or list(parts_table)
     os.makedirs(out, exist_ok=True)
     print(torch.__version__, torch.cuda.get_device_name(0), flush=True)
     for p in parts:
         t0 = time.time()
         nvml_sample(p, "start")
         try:
-            rows = PARTS[p]()
+            rows = parts_table[p]()
         except Exception as e:
+            import traceback
+            traceback.print_exc()
             rows = [{"part": p, "error": str(e)[:300]}]
             print(p, "failed:", e, flush=True)
         nvml_sample(p, "end")
         write(out, p + ".csv", rows)
         write(out, "clocks.csv", CLOCKS)
         print(f"== {p}: {time.time() - t0:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    run_parts(PARTS, sys.argv[1], sys.argv[2:])

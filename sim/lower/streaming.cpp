@@ -14,6 +14,8 @@ namespace {
 using trace::Op;
 using trace::OpKind;
 
+constexpr double kSoftmaxSmemBytes = 48.0 * 1024;  // shared memory per block without an opt-in
+
 // ---------------------------------------------------------------------------------------------
 // Elementwise and row-wise kernels: a grid-stride loop over "units" (a chunk of elements, or a
 // group of whole rows), each thread keeping `stages` loads of `access_bytes` in flight.
@@ -28,13 +30,15 @@ class StreamingProgram : public KernelProgram {
   int inputs = 1;
   int in_bits = 16, out_bits = 16;
   bool reduce = false;     // one output per row
+  int passes = 1;          // reads of each unit; the output is stored in the last
   double fp32_per_elem = 0, sfu_per_elem = 0;
   std::vector<uint64_t> in_base;
   uint64_t out_base = 0;
   uint64_t sum_base = 0;  // a layernorm of several inputs also writes their sum here (0: none)
 
   int64_t units() const { return static_cast<int64_t>(div_up(static_cast<uint64_t>(total), static_cast<uint64_t>(unit))); }
-  int64_t steps_per_unit() const { return static_cast<int64_t>(div_up(static_cast<uint64_t>(unit), static_cast<uint64_t>(step_elems))); }
+  int64_t steps_per_pass() const { return static_cast<int64_t>(div_up(static_cast<uint64_t>(unit), static_cast<uint64_t>(step_elems))); }
+  int64_t steps_per_unit() const { return passes * steps_per_pass(); }
   uint64_t num_ctas() const override { return grid; }
   uint64_t steps(uint64_t cta) const override {
     const int64_t u = units(), c = static_cast<int64_t>(cta);
@@ -44,7 +48,9 @@ class StreamingProgram : public KernelProgram {
   void step(uint64_t cta, uint64_t s, StepWork& w) const override {
     const int64_t spu = steps_per_unit();
     const int64_t u = static_cast<int64_t>(cta) + (static_cast<int64_t>(s) / spu) * static_cast<int64_t>(grid);
-    const int64_t j = static_cast<int64_t>(s) % spu;
+    const int64_t pass = (static_cast<int64_t>(s) % spu) / steps_per_pass();
+    const int64_t j = (static_cast<int64_t>(s) % spu) % steps_per_pass();
+    const bool last = pass == passes - 1;
     const int64_t unit_end = std::min((u + 1) * unit, total);
     const int64_t lo = u * unit + j * step_elems;
     const int64_t hi = std::min(lo + step_elems, unit_end);
@@ -52,15 +58,15 @@ class StreamingProgram : public KernelProgram {
     const uint64_t n = static_cast<uint64_t>(hi - lo);
     for (int i = 0; i < inputs; ++i)
       w.cached_loads.push_back({in_base[static_cast<size_t>(i)] + bytes_of(static_cast<uint64_t>(lo), in_bits), 1, bytes_of(n, in_bits), 0});
-    if (!reduce) {
+    if (last && !reduce) {
       w.stores.push_back({out_base + bytes_of(static_cast<uint64_t>(lo), out_bits), 1, bytes_of(n, out_bits), 0});
       if (sum_base) w.stores.push_back({sum_base + bytes_of(static_cast<uint64_t>(lo), out_bits), 1, bytes_of(n, out_bits), 0});
-    } else if (hi == unit_end) {
+    } else if (last && hi == unit_end) {
       const int64_t first_row = u * unit / row, rows = (unit_end - u * unit + row - 1) / row;
       w.stores.push_back({out_base + bytes_of(static_cast<uint64_t>(first_row), out_bits), 1,
                           bytes_of(static_cast<uint64_t>(rows), out_bits), 0});
     }
-    const double dn = static_cast<double>(n);
+    const double dn = static_cast<double>(n) / passes;  // a row's arithmetic, spread over its passes
     w.fp32_ops = dn * fp32_per_elem;
     w.sfu_ops = dn * sfu_per_elem;
     w.instr_simt = std::ceil(dn / 32.0) * (fp32_per_elem + sfu_per_elem);
@@ -122,6 +128,14 @@ LoweredOp Lowering::streaming(const Op& op, uint64_t out_at) {
     p->sfu_per_elem = c.sfu;
     p->row = op.cols();
     p->reduce = op.kind == OpKind::reduction;
+    // PyTorch's softmax and log-softmax over rows of more than 48 KiB (a vocabulary of logits)
+    // run cunn_SoftMaxForward (ATen/native/cuda/SoftMax.cu): the row fits neither the registers
+    // of cunn_SoftMaxForwardReg nor the 48 KiB of shared memory a block gets without opting in
+    // (cunn_SoftMaxForwardSmem), so the block reads it from memory three times, for the max,
+    // the sum of exponentials and the output (the kernel names and times of
+    // docs/validation/measured/h100-sxm-2026-11-27/sampler-kernels.csv). The second and third
+    // reads hit the L2 where the rows in flight fit it.
+    if (op.kind == OpKind::softmax && static_cast<double>(p->row) * p->in_bits / 8.0 > kSoftmaxSmemBytes) p->passes = 3;
     // Short rows are grouped so a CTA step still moves a full tile; long rows span steps.
     p->unit = p->row >= p->step_elems ? p->row : (p->step_elems / p->row) * p->row;
   }
@@ -139,6 +153,7 @@ LoweredOp Lowering::streaming(const Op& op, uint64_t out_at) {
   if (!strided) {
     std::ostringstream os;
     os << "grid-stride, " << p->step_elems << " elements per CTA step, " << p->stages << " loads in flight";
+    if (p->passes > 1) os << ", each row read " << p->passes << " times (cunn_SoftMaxForward)";
     p->description = os.str();
   }
   return finish(p, false);

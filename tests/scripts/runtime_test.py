@@ -127,7 +127,7 @@ class Profiles(unittest.TestCase):
             (GOOD.replace("  fixed: 500 us", "  fixed: 500 furlongs"), r"key 'step.fixed': '500 furlongs': unknown unit"),
             (GOOD.replace("[1, 2, 4, 8, 16]", "[1, 4, 2]"), r":9:18: key 'graphs.decode': 2 after 4: sizes must increase"),
             (GOOD.replace("[1, 2, 4, 8, 16]", "[0, 4]"), r":9:12: key 'graphs.decode': '0' is not a batch size"),
-            (GOOD.replace("sampling: greedy", "sampling: beam"), r":12:11: key 'sampling': 'beam' is not one of greedy, top_p"),
+            (GOOD.replace("sampling: greedy", "sampling: beam"), r":12:11: key 'sampling': 'beam' is not one of greedy, top_p, v0_greedy, v0_random"),
             (GOOD.replace("  first_token: 1 ms\n", ""), r":14:3: key 'request.first_token': missing"),
             (GOOD.replace("xpusim_runtime: 1", "xpusim_runtime: 2"), r":1:17: key 'xpusim_runtime': format '2'"),
             (GOOD.replace("eager_issue: 8 us", "eager_issue: [8 us]"), r":11:14: key 'eager_issue': expected a single value"),
@@ -168,6 +168,42 @@ def run_trace(trace_args, out):
     assert p.returncode == 0, p.stderr
     with open(os.path.join(out, "report.json")) as f:
         return json.load(f)
+
+
+class Samplers(unittest.TestCase):
+    def sampler_ops(self, name, batch=8, tp=1):
+        p = subprocess.run([sys.executable, GEN, "configs/models/llama-3-8b.yaml", "--layers", "1", "--phase", "decode",
+                            "--batch", str(batch), "--tp", str(tp), "--sampler", name], cwd=ROOT, capture_output=True,
+                           text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        import yaml
+        ops = yaml.safe_load(p.stdout)["ops"]
+        start = next(i for i, o in enumerate(ops) if o["name"] in ("logits_gather", "logits_fp32"))
+        return ops[start:]
+
+    def test_each_path_runs_its_kernels_over_the_vocabulary(self):
+        greedy = self.sampler_ops("greedy")
+        self.assertEqual([o["name"] for o in greedy], ["logits_fp32", "sample_pick"])
+        self.assertEqual(greedy[0]["shape"], [8, 128256])
+        self.assertEqual((greedy[0]["dtype"], greedy[0]["out_dtype"]), ("bf16", "fp32"))
+        # vLLM V0: softmax and log-softmax always; the exponential race only with a temperature;
+        # the sampled token's rank counted over int64 rows (two fp32 words an element).
+        v0g = [o["name"] for o in self.sampler_ops("v0_greedy")]
+        v0r = self.sampler_ops("v0_random")
+        self.assertIn("sample_log_softmax", v0g)
+        self.assertNotIn("sample_exponential", v0g)
+        self.assertEqual(set(o["name"] for o in v0r) - set(v0g), {"sample_rows", "sample_exponential", "sample_race"})
+        self.assertEqual(next(o for o in v0r if o["name"] == "rank_count")["shape"], [8, 2 * 128256])
+        # Under TP the logits' shards are gathered first.
+        self.assertEqual(self.sampler_ops("v0_greedy", tp=2)[0]["kind"], "all_gather")
+
+    def test_an_unknown_sampler_is_refused(self):
+        for script in (GEN, SERVE):
+            p = subprocess.run([sys.executable, script, "configs/models/llama-3-8b.yaml", "--sampler", "v0_randon"],
+                               cwd=ROOT, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("invalid choice: 'v0_randon'", p.stderr)
+            self.assertIn("v0_random", p.stderr)
 
 
 class GeneratedStep(unittest.TestCase):

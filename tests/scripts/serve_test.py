@@ -26,7 +26,10 @@ class AnalyticSteps:
     """Step times that grow with the batch and its tokens, as the engine's do."""
 
     def __init__(self):
-        self.cache, self.simulated, self.bucket_checks = {}, 0, []
+        self.cache, self.simulated, self.bucket_checks, self.fingerprint = {}, 0, [], "analytic"
+
+    def own(self):
+        return len(self.cache)
 
     @staticmethod
     def time(phase, batch, length):
@@ -282,6 +285,9 @@ class StepComposition(unittest.TestCase):
     """StepModel's algebra on a fake engine: points as simulated, parts added as documented."""
 
     class Fake(serve.StepModel):
+        def content_fingerprint(self):
+            return "fake"
+
         def simulate(self, phase, batch, length, past=0):
             # The collectives take a tenth of the dense part's time.
             if phase == "decode":
@@ -338,7 +344,7 @@ class StepComposition(unittest.TestCase):
         for b in (3, 17, 40):
             m.step((b, 1000), [(300, 200)])
         count = m.simulated
-        self.assertTrue(any(k.startswith("attention") for k in m.cache))
+        self.assertTrue(any(k.split()[1] == "attention" for k in m.cache))
         self.assertEqual(count, len(m.cache))
         for b in (3, 17, 40):
             m.step((b, 1000), [(300, 200)])
@@ -389,6 +395,81 @@ class RateSweep(unittest.TestCase):
             serve.parse_rates("0,2")
 
 
+class StepCacheFile(unittest.TestCase):
+    """The step cache is keyed by content (python/xpusim/step_cache.py) and its file is checked."""
+
+    def fingerprint(self, config, model, sets=()):
+        serve.XPUSIM = XPUSIM
+        serve.describe.cache_clear()
+        return serve.StepModel.content_fingerprint(argparse.Namespace(a=args(config=config, model=model, set=list(sets))))
+
+    def test_an_edit_in_place_changes_the_key(self):
+        tmp = tempfile.mkdtemp()
+        card, config = os.path.join(tmp, "llama.yaml"), os.path.join(tmp, "gpu.yaml")
+        shutil.copy(os.path.join(ROOT, "configs", "models", "llama-3-8b.yaml"), card)
+        shutil.copy(os.path.join(ROOT, "configs", "h100-sxm.yaml"), config)
+        shutil.copytree(os.path.join(ROOT, "configs", "energy"), os.path.join(tmp, "energy"))
+        first = self.fingerprint(config, card)
+        self.assertEqual(self.fingerprint(config, card), first)
+        # The same card and config elsewhere (only where each value came from changes): the same key.
+        elsewhere = os.path.join(tmp, "copy")
+        os.mkdir(elsewhere)
+        shutil.copy(card, elsewhere)
+        shutil.copy(config, elsewhere)
+        shutil.copytree(os.path.join(tmp, "energy"), os.path.join(elsewhere, "energy"))
+        self.assertEqual(self.fingerprint(os.path.join(elsewhere, "gpu.yaml"), os.path.join(elsewhere, "llama.yaml")), first)
+        # The card edited in place (32 layers to 2), the config edited, or an override: new keys.
+        with open(card) as f:
+            text = f.read()
+        with open(card, "w") as f:
+            f.write(text.replace("layers: 32", "layers: 2"))
+        self.assertNotEqual(self.fingerprint(config, card), first)
+        with open(card, "w") as f:
+            f.write(text)
+        self.assertEqual(self.fingerprint(config, card), first)
+        self.assertNotEqual(self.fingerprint(config, card, ["sm.count=66"]), first)
+        with open(config) as f:
+            text = f.read()
+        with open(config, "w") as f:
+            f.write(text.replace("count: 132", "count: 114", 1))
+        self.assertNotEqual(self.fingerprint(config, card), first)
+        with open(config, "w") as f:
+            f.write(text)
+        self.assertEqual(self.fingerprint(config, card), first)
+        # The energy table it names, edited: a new key (cached steps carry their energy).
+        table = os.path.join(tmp, "energy", "tsmc-4n-h100.yaml")
+        with open(table) as f:
+            energy = f.read()
+        with open(table, "w") as f:
+            f.write(energy + "\n# edited\n")
+        self.assertNotEqual(self.fingerprint(config, card), first)
+
+    def bad_cache(self, text):
+        out = tempfile.mkdtemp()
+        path = os.path.join(out, "step-cache.json")
+        with open(path, "w") as f:
+            f.write(text)
+        a = args(out=out, max_context=8192, bucket_ratio=1.5, step_cache=path)
+        with self.assertRaises(serve.ServeError) as e:
+            StepComposition.Fake(a, {"layers": 2}, out)
+        self.assertIn(path, str(e.exception))
+        return str(e.exception)
+
+    def test_a_damaged_cache_is_an_error_naming_it(self):
+        good = StepComposition.Fake(args(out=tempfile.mkdtemp(), max_context=8192, bucket_ratio=1.5), {"layers": 2},
+                                    tempfile.mkdtemp())
+        good.step((4, 1000))
+        with open(good.path) as f:
+            text = f.read()
+        self.assertIn("not valid JSON", self.bad_cache(text[: len(text) // 2]))  # truncated
+        self.assertIn("not a JSON object", self.bad_cache("[1, 2]"))
+        for value in ("NaN", "-0.5", "Infinity", '"1 ms"', "[]"):
+            msg = self.bad_cache('{"fake decode b4 n1024": [%s, 1, 0, 0, 0]}' % value if value != "[]" else
+                                 '{"fake decode b4 n1024": []}')
+            self.assertIn("fake decode b4 n1024", msg)
+            self.assertIn("finite, non-negative", msg)
+
+
 class BadInputs(unittest.TestCase):
     def run_serve(self, *extra):
         return subprocess.run([sys.executable, SCRIPT, "--xpusim", XPUSIM, "--config",
@@ -421,6 +502,23 @@ class BadInputs(unittest.TestCase):
             self.assertIn(path + want, p.stderr)
             self.assertNotIn("Traceback", p.stderr)
 
+    def test_unbounded_or_empty_inputs_are_refused_before_any_work(self):
+        # Each of these ran until memory ran out, hung, or read zero as "not given".
+        for extra, want in ((["--rate", "nan"], "--rate nan: must be a positive, finite number"),
+                            (["--duration", "inf"], "--duration inf: must be a positive, finite number"),
+                            (["--rate", "-1"], "--rate -1.0: must be"),
+                            (["--rate", "1e6", "--duration", "1e6"], "more than 10000000"),
+                            (["--replicas", "1000000"], "--replicas 1000000: must be 1 to 4096"),
+                            (["--disaggregate", "4000:4000"], "at most 4096 replicas"),
+                            (["--kv-blocks", "0"], "--kv-blocks 0: must be at least 1"),
+                            (["--concurrency", "4", "--num-requests", "0"], "--num-requests and --concurrency"),
+                            (["--requests", "/dev/zero"], "/dev/zero:1: a line longer than")):
+            p = self.run_serve(*extra)
+            self.assertEqual(p.returncode, 1, (extra, p.stderr))
+            self.assertIn(want, p.stderr)
+            self.assertNotIn("Traceback", p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+
     def test_an_impossible_slo(self):
         a = args(slo_tpot=1e-3)  # the analytic decode step takes at least 5 ms
         reqs = serve.generate_requests(a, 4096)
@@ -452,7 +550,7 @@ class BadInputs(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("ok: llama-3-70b fits", p.stdout)
         a = args(tp=1, pp=2, config=base[1], weights="bf16", kv="bf16", gpu_memory_utilization=0.9,
-                 activation_reserve=4.0, kv_blocks=0, set=[])
+                 activation_reserve=4.0, kv_blocks=None, set=[])
         card = serve.load_card(base[3])
         pipe, tp2 = serve.Replica(a, card), serve.Replica(args(**{**vars(a), "tp": 2, "pp": 1}), card)
         # A stage's GPU holds 40 layers' weights and KV heads and one end (the embedding or the
@@ -466,7 +564,7 @@ class BadInputs(unittest.TestCase):
     def test_bad_flags(self):
         for extra, want in ((["--tp", "0"], "--tp must be at least 1"), (["--kv", "fp9"], "--kv fp9: unknown format"),
                             (["--prompt-len", "uniform:9"], "--prompt-len uniform:9"),
-                            (["--slo-ttft", "-1"], "SLO must be a positive"), (["--replicas", "0"], "--replicas must"),
+                            (["--slo-ttft", "-1"], "SLO must be a positive"), (["--replicas", "0"], "--replicas 0: must be 1 to"),
                             (["--disaggregate", "2"], "--disaggregate 2: expected P:D"),
                             (["--disaggregate", "1:1", "--scheduler", "static"], "not static"),
                             (["--pp", "0"], "--pp must be at least 1"), (["--pp", "33"], "--pp 33: more stages than"),

@@ -442,8 +442,8 @@ class ServeSweep(unittest.TestCase):
 
     def test_bad_serve_specs_are_refused_before_anything_runs(self):
         cases = [(SERVE_SPEC.replace("serve.rate:", "serve.rat:"), "serve.yaml:12", "axis 'serve.rat'", "unrecognized arguments: --rat 4"),
-                 (SERVE_SPEC.replace("  duration: 2", "  duration: -2"), "serve.yaml: point 0:", "--rate and --duration must be",
-                  "serve.yaml:6:3: key 'serve.duration')"),
+                 (SERVE_SPEC.replace("  duration: 2", "  duration: -2"), "serve.yaml:6:3: key 'serve.duration'",
+                  "--duration -2.0: must be a positive, finite number"),
                  (SERVE_SPEC.replace("  duration: 2", "  max-seqs: 0"), "serve.yaml:6:3: key 'serve.max-seqs': ",
                   "--max-seqs must be at least 1"),
                  (SERVE_SPEC.replace("  duration: 2", "  rates: 1,2"), "serve.yaml:6:3", "key 'serve.rates'",

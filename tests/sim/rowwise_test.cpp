@@ -77,11 +77,11 @@ TEST_CASE("the fused residual add + RMSNorm reads its row once and waits on a bl
 }
 
 namespace {
-YAML::Node softmax_op(long rows, long cols, const std::vector<std::string>& set = {}) {
+YAML::Node softmax_op(long rows, long cols, const std::vector<std::string>& set = {}, const std::string& dtype = "fp16") {
   std::vector<std::string> s = set;
   s.push_back("power.mode=fixed_clock");
   const std::string t = "xpusim_trace: 1\nops:\n  - {name: s, kind: softmax, shape: [" + std::to_string(rows) + ", " +
-                        std::to_string(cols) + "], dtype: fp16}\n";
+                        std::to_string(cols) + "], dtype: " + dtype + "}\n";
   return simulate(kH100, t, s)["ops"][0];
 }
 }  // namespace
@@ -103,6 +103,24 @@ TEST_CASE("PyTorch's softmax over rows of up to 1024 is a warp per row whose div
   const YAML::Node eight = softmax_op(8, 1024);
   CHECK(eight["lowering"]["ctas"].as<long>() == 2);
   CHECK(eight["memory"]["l2_write_bytes"].as<double>() == Approx(8 * 1024 * 2));
-  // Past 1024 the row streams as before (PyTorch's block-per-row kernel is not modelled).
+  // Past 1024 the row streams (PyTorch's block-per-row kernels, by their reads of the row alone).
   CHECK_THAT(softmax_op(4, 4096)["lowering"]["description"].as<std::string>(), Catch::Contains("grid-stride"));
+}
+
+TEST_CASE("PyTorch's softmax over rows past 48 KiB reads each row three times", "[sim][rowwise]") {
+  // cunn_SoftMaxForward: the max, the sum of exponentials, then the output, each a read of the
+  // row; rows that fit shared memory are read once. 24576 fp16 elements are 48 KiB (one read),
+  // 24577 just over (three). Eight fp32 rows of a 128256 vocabulary fit the L2 but not an L1:
+  // the second and third reads are served by the L2, and every output is written once.
+  const YAML::Node fits = softmax_op(8, 24576), over = softmax_op(8, 24577);
+  CHECK_THAT(over["lowering"]["description"].as<std::string>(), Catch::Contains("each row read 3 times"));
+  CHECK_THAT(fits["lowering"]["description"].as<std::string>(), !Catch::Contains("read 3 times"));
+  CHECK(fits["memory"]["l1_read_bytes"].as<double>() == Approx(8 * 24576 * 2));
+  CHECK(over["memory"]["l1_read_bytes"].as<double>() == Approx(3 * 8 * 24577 * 2));
+  CHECK(over["time_s"].as<double>() > fits["time_s"].as<double>());
+  const double bytes = 8.0 * 128256 * 4;
+  const YAML::Node vocab = softmax_op(8, 128256, {}, "fp32");
+  CHECK(vocab["memory"]["l2_read_bytes"].as<double>() == Approx(3 * bytes).epsilon(0.01));
+  CHECK(vocab["memory"]["hbm_read_bytes"].as<double>() < 1.1 * bytes);
+  CHECK(vocab["memory"]["l2_write_bytes"].as<double>() == Approx(bytes));
 }
