@@ -15,6 +15,8 @@ board power through NVML around each part (clocks.csv).
                   wait (from there until the sampled ids are on the host), process (append,
                   incremental detokenisation as vLLM's detokenize_incrementally does it, stop
                   checks, a response record); and the GPU's own time for the step (events)
+  graph-launch.csv  a CUDA graph of N 1-element adds (N = 10-3000): the host's time in
+                  graph.replay(), the GPU's time for the graph, and the wall time to a synchronize
   sampler.csv     the sampler's kernels (greedy argmax, and vLLM V0's torch top-k/top-p path:
                   float logits, temperature, sort, softmax, cumsum, mask, scatter, softmax,
                   log-softmax, exponential race), GPU time from a CUDA graph, and the host's
@@ -29,8 +31,8 @@ board power through NVML around each part (clocks.csv).
                   of each kernel's position in a layer
   prefill-fp8.csv the fp8 prefill's time to first token, 128/512/2048 tokens, from a CUDA graph
 
-Usage: python3 serving_host.py OUT_DIR [part ...]   (parts: host-loop sampler sampler-v0 sampler-kernels tokenize
-prefill-kernels prefill-fp8; default all)"""
+Usage: python3 serving_host.py OUT_DIR [part ...]   (parts: host-loop graph-launch sampler
+sampler-v0 sampler-kernels tokenize prefill-kernels prefill-fp8; default all)"""
 import glob
 import os
 import statistics
@@ -236,6 +238,41 @@ def graph_kernels(g):
         return len(profiled_replay(g))
     except Exception:  # the profiler unavailable: the count is left out
         return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# graph-launch: what a CUDA graph's launch costs the host, by its number of kernels
+
+def graph_launch_rows():
+    """Graphs of N back-to-back 1-element adds, N = 10-3000: the host's time in
+    `graph.replay()` (median of 50), the GPU's time from an event before the replay to one after
+    it, and the wall time from the call to the end of a synchronize (each replay alone, the GPU
+    idle before it)."""
+    x = torch.zeros(1, device=dev)
+    rows = []
+    for n in [10, 100, 300, 1000, 3000]:
+        g = graph_of(lambda: x.add_(1), n)
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        calls, gpus, walls = [], [], []
+        for i in range(60):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            e0.record()
+            g.replay()
+            e1.record()
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            t2 = time.perf_counter()
+            if i >= 10:
+                calls.append((t1 - t0) * 1e6)
+                walls.append((t2 - t0) * 1e6)
+                gpus.append(e0.elapsed_time(e1) * 1e3)
+        rows.append({"kernels": n, "replay_call_us": round(med(calls), 2), "gpu_us": round(med(gpus), 2),
+                     "wall_to_sync_us": round(med(walls), 2), "per_kernel_call_us": round(med(calls) / n, 4),
+                     "per_kernel_gpu_us": round(med(gpus) / n, 4)})
+        print(rows[-1], flush=True)
+        del g
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -483,7 +520,7 @@ def prefill_fp8_rows():
     return rows
 
 
-PARTS = {"host-loop": host_loop_rows, "sampler": sampler_rows,
+PARTS = {"host-loop": host_loop_rows, "graph-launch": graph_launch_rows, "sampler": sampler_rows,
          "sampler-v0": lambda: sampler_rows(("v0_greedy", "v0_random")), "sampler-kernels": sampler_kernel_rows, "tokenize": tokenize_rows,
          "prefill-kernels": prefill_kernel_rows, "prefill-fp8": prefill_fp8_rows}
 
