@@ -1107,6 +1107,7 @@ def sweep_rates(a, rates, card, replica, steps):
         reqs = generate_requests(a, a.max_context)
         if not reqs:
             fail(f"no requests arrive within --duration at {rate} per second")
+        REQUESTS.check_kv_fit(reqs, (replica.blocks // a.pp, a.block_size), "--prompt-len/--output-len")
         check_slos(a, steps, reqs)
         server = Cluster(a, replica, steps)
         finished = server.run(reqs)
@@ -1294,8 +1295,16 @@ def main(argv=None):
         if rates and a.requests:
             fail("--rates sweeps generated arrivals; it does not apply to --requests")
         replica = Replica(a, card)
+        kv = (replica.blocks // a.pp, a.block_size)  # one engine's cache (a pipeline's stages share it)
+
+        def stream():
+            if a.requests:
+                return load_requests(a.requests, a.max_context, kv)
+            reqs = generate_requests(a, a.max_context)
+            REQUESTS.check_kv_fit(reqs, kv, "--concurrency" if a.concurrency else "--prompt-len/--output-len")
+            return reqs
         if a.check:
-            n = len(load_requests(a.requests, a.max_context) if a.requests else generate_requests(a, a.max_context))
+            n = len(stream())
             print(f"ok: {card['name']} fits with {replica.blocks} KV blocks of {a.block_size} tokens per replica; "
                   f"{n} requests")
             return 0
@@ -1303,7 +1312,7 @@ def main(argv=None):
         steps = StepModel(a, card, a.out)
         if rates:
             return sweep_rates(a, rates, card, replica, steps)
-        reqs = load_requests(a.requests, a.max_context) if a.requests else generate_requests(a, a.max_context)
+        reqs = stream()
         if not reqs:
             fail("no requests arrive within --duration at --rate")
         check_slos(a, steps, reqs)

@@ -1,7 +1,8 @@
 """The request stream of `xpusim serve`: generated (Poisson or uniform arrivals, lengths from a
 distribution), a closed loop of clients, or read from a JSON Lines file, every field checked
 and the file's size bounded before anything is simulated. Errors are ServeError naming the file,
-line and field, or the flag.
+line and field, or the flag; a request that could never fit one engine's KV cache is refused
+when the stream is read (as `--check` reads it), not when the scheduler meets it.
 
 Needs nothing beyond the standard library: the serving script loads it by path."""
 import json
@@ -83,7 +84,23 @@ def closed_loop_requests(a, max_context):
     return reqs
 
 
-def load_requests(path, max_context):
+def kv_need(tokens, block_size):
+    """KV blocks a request of `tokens` (prompt and output) holds at its last step."""
+    return -(-tokens // block_size)
+
+
+def check_kv_fit(reqs, kv, what):
+    """Every request fits one engine's KV cache alone, so it can always be admitted: kv is
+    (blocks, block size). `what` names where the requests came from."""
+    blocks, size = kv
+    for r in reqs:
+        n = r["prompt_tokens"] + r["output_tokens"]
+        if kv_need(n, size) > blocks:
+            fail(f"{what}: request {r['id']}'s {n} tokens need {kv_need(n, size)} KV blocks of {size}, more than "
+                 f"the {blocks} one engine's cache holds (--kv-blocks, --gpu-memory-utilization, --max-context)")
+
+
+def load_requests(path, max_context, kv=None):
     reqs, seen = [], {}
     lines = []
     try:
@@ -137,6 +154,8 @@ def load_requests(path, max_context):
         if r["prompt_tokens"] + r["output_tokens"] > max_context:
             fail(f"{where}: prompt_tokens + output_tokens = {r['prompt_tokens'] + r['output_tokens']} exceeds the "
                  f"model's context of {max_context} tokens (--max-context)")
+        if kv and kv_need(r["prompt_tokens"] + r["output_tokens"], kv[1]) > kv[0]:
+            check_kv_fit([{**r, "id": r.get("id", len(reqs))}], kv, where)
         rid = str(r.get("id", len(reqs)))
         if rid in seen:
             fail(f"{where}: field 'id' {rid!r} repeats line {seen[rid]}")

@@ -519,6 +519,22 @@ class BadInputs(unittest.TestCase):
             self.assertNotIn("Traceback", p.stderr)
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
 
+    def test_a_request_the_cache_cannot_hold_is_refused_when_read(self):
+        # 40 blocks of 16 tokens hold 640 tokens: a 700-token request passed --check before and
+        # failed in the scheduler; now --check (and a run) refuse it, naming its line.
+        path = self.requests_file('{"arrival": 0, "prompt_tokens": 100, "output_tokens": 10}\n'
+                                  '{"arrival": 1, "prompt_tokens": 650, "output_tokens": 50}\n')
+        for extra in (["--check"], []):
+            p = self.run_serve("--requests", path, "--kv-blocks", "40", *extra)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(path + ":2: request 1's 700 tokens need 44 KV blocks of 16, more than the 40", p.stderr)
+        p = self.run_serve("--kv-blocks", "40", "--prompt-len", "uniform:600:700", "--output-len", "uniform:8:16",
+                           "--check")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("--prompt-len/--output-len: request", p.stderr)
+        p = self.run_serve("--requests", path, "--kv-blocks", "44", "--check")
+        self.assertEqual(p.returncode, 0, p.stderr)
+
     def test_an_impossible_slo(self):
         a = args(slo_tpot=1e-3)  # the analytic decode step takes at least 5 ms
         reqs = serve.generate_requests(a, 4096)
