@@ -339,6 +339,9 @@ class StepModel:
             with concurrent.futures.ThreadPoolExecutor(min(self.jobs, len(todo))) as pool:
                 results = list(pool.map(lambda p: self.simulate(*p), todo))
         for p, v in zip(todo, results):
+            if not all(isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 for x in v):
+                fail(f"xpusim gave a {p[0]} step (batch {p[1]}, length {p[2]}) the times and energies {v}: "
+                     f"not finite and non-negative, so not cached")
             self.cache[self.key(*p)] = v
         self.simulated += len(todo)
         folder = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY)
@@ -347,7 +350,7 @@ class StepModel:
             self.merge_file()
             tmp = f"{self.path}.{os.getpid()}.tmp"
             with open(tmp, "w") as f:
-                json.dump(self.cache, f, indent=0)
+                json.dump(self.cache, f, indent=0, allow_nan=False)
             os.replace(tmp, self.path)
         finally:
             os.close(folder)  # and the lock with it
@@ -1237,9 +1240,10 @@ def main(argv=None):
         for flag in ("rate", "duration"):
             if not (getattr(a, flag) > 0 and math.isfinite(getattr(a, flag))):
                 fail(f"--{flag} {getattr(a, flag)}: must be a positive, finite number")
-        if not a.requests and not a.concurrency and not a.rates and a.rate * a.duration > MAX_REQUESTS:
-            fail(f"--rate {a.rate} x --duration {a.duration}: about {a.rate * a.duration:.3g} requests, more than "
-                 f"{MAX_REQUESTS}")
+        if not a.requests and not a.concurrency and max(parse_rates(a.rates) if a.rates else [a.rate]) * a.duration \
+                > MAX_REQUESTS:
+            fail(f"--rate{'s' if a.rates else ''} {a.rates or a.rate} x --duration {a.duration}: more than "
+                 f"{MAX_REQUESTS} requests")
         if a.kv_blocks is not None and a.kv_blocks < 1:
             fail(f"--kv-blocks {a.kv_blocks}: must be at least 1 (leave it out for what the memory holds)")
         if a.swap_space < 0 or not a.swap_bandwidth > 0:

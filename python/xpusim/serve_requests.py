@@ -48,8 +48,11 @@ def parse_length(text, flag):
 def generate_requests(a, max_context):
     if a.concurrency:
         return closed_loop_requests(a, max_context)
-    if a.rate <= 0 or a.duration <= 0:
-        fail("--rate and --duration must be positive")
+    if not (a.rate > 0 and a.duration > 0 and math.isfinite(a.rate * a.duration)):
+        fail("--rate and --duration must be positive and finite")
+    if a.rate * a.duration > MAX_REQUESTS:  # every caller's bound, --rates' points included
+        fail(f"--rate {a.rate:g} x --duration {a.duration:g}: about {a.rate * a.duration:.3g} requests, more than "
+             f"{MAX_REQUESTS}")
     rng = random.Random(a.seed)
     prompt, output = parse_length(a.prompt_len, "--prompt-len"), parse_length(a.output_len, "--output-len")
     reqs, t = [], 0.0
@@ -65,6 +68,8 @@ def generate_requests(a, max_context):
             p = max(1, max_context - o)
             o = min(o, max_context - p)
         reqs.append({"id": str(len(reqs)), "arrival": t, "prompt_tokens": p, "output_tokens": o, "priority": 0})
+        if len(reqs) > MAX_REQUESTS:  # bursty arrivals run past the mean
+            fail(f"--rate {a.rate:g} x --duration {a.duration:g}: more than {MAX_REQUESTS} requests")
     return reqs
 
 
@@ -104,16 +109,19 @@ def load_requests(path, max_context, kv=None):
     reqs, seen = [], {}
     lines = []
     try:
-        with open(path, errors="replace") as f:
+        with open(path, "rb") as f:
+            count = 0
             while True:
-                line = f.readline(MAX_LINE + 1)
-                if not line:
+                raw = f.readline(MAX_LINE + 1)
+                if not raw:
                     break
-                if len(line) > MAX_LINE:
+                if len(raw) > MAX_LINE:
                     fail(f"{path}:{len(lines) + 1}: a line longer than {MAX_LINE} bytes is not a request")
+                line = raw.decode("utf-8", "replace")
                 lines.append(line)
-                if len(lines) > MAX_REQUESTS:
-                    fail(f"{path}: more than {MAX_REQUESTS} lines (at most {MAX_REQUESTS} requests)")
+                count += bool(line.strip()) and not line.lstrip().startswith("#")
+                if count > MAX_REQUESTS:
+                    fail(f"{path}:{len(lines)}: more than {MAX_REQUESTS} requests")
     except OSError as e:
         fail(f"{path}: {e.strerror}")
     for n, line in enumerate(lines, 1):

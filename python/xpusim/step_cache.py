@@ -42,10 +42,13 @@ def fingerprint(resolved_config, model_path, engine_path, sources):
     for line in resolved_config.splitlines():
         if line.lstrip().startswith("#"):
             continue
-        line = re.sub(r"\s+#\s.*$", "", line).rstrip()
-        # A value naming a file (an energy table) stands for the file's content, not its path.
+        # `describe` ends each value with where it came from: a file:line:column, <default> or
+        # the --set that gave it. That comment goes; a '#' inside a value stays.
+        line = re.sub(r"\s+#\s(?:<default>|--set \S+|\S+:\d+:\d+)$", "", line).rstrip()
+        # A value naming a file (the energy table: `describe` prints it as an absolute path)
+        # stands for the file's content, not its path.
         m = re.match(r'^(\s*[\w.]+:\s*)"?([^"]+)"?$', line)
-        if m and os.path.isfile(m.group(2)):
+        if m and os.path.isabs(m.group(2)) and os.path.isfile(m.group(2)):
             inner = hashlib.sha256()
             _file_digest(inner, m.group(2))
             line = m.group(1) + inner.hexdigest()

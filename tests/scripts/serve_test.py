@@ -455,6 +455,17 @@ class StepCacheFile(unittest.TestCase):
         self.assertIn(path, str(e.exception))
         return str(e.exception)
 
+    def test_a_step_that_is_not_finite_is_never_cached(self):
+        class NaNSteps(StepComposition.Fake):
+            def simulate(self, phase, batch, length, past=0):
+                return [float("nan"), 1.0, 0.0, 0.0, 0.0]
+        out = tempfile.mkdtemp()
+        m = NaNSteps(args(out=out, max_context=8192, bucket_ratio=1.5), {"layers": 2}, out)
+        with self.assertRaises(serve.ServeError) as e:
+            m.step((4, 1000))
+        self.assertIn("not finite and non-negative, so not cached", str(e.exception))
+        self.assertFalse(os.path.exists(m.path))
+
     def test_a_damaged_cache_is_an_error_naming_it(self):
         good = StepComposition.Fake(args(out=tempfile.mkdtemp(), max_context=8192, bucket_ratio=1.5), {"layers": 2},
                                     tempfile.mkdtemp())
@@ -508,6 +519,7 @@ class BadInputs(unittest.TestCase):
                             (["--duration", "inf"], "--duration inf: must be a positive, finite number"),
                             (["--rate", "-1"], "--rate -1.0: must be"),
                             (["--rate", "1e6", "--duration", "1e6"], "more than 10000000"),
+                            (["--rates", "1,1e9", "--duration", "100"], "--rates 1,1e9 x --duration 100.0: more than"),
                             (["--replicas", "1000000"], "--replicas 1000000: must be 1 to 4096"),
                             (["--disaggregate", "4000:4000"], "at most 4096 replicas"),
                             (["--kv-blocks", "0"], "--kv-blocks 0: must be at least 1"),
