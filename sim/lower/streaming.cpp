@@ -14,7 +14,9 @@ namespace {
 using trace::Op;
 using trace::OpKind;
 
-constexpr double kSoftmaxSmemBytes = 48.0 * 1024;  // shared memory per block without an opt-in
+// Shared memory a block gets without an opt-in, less the block reduction's scratch (a float per
+// warp of 1024 threads): the longest row cunn_SoftMaxForwardSmem takes.
+constexpr double kSoftmaxSmemBytes = 48.0 * 1024 - 32 * 4;
 
 // ---------------------------------------------------------------------------------------------
 // Elementwise and row-wise kernels: a grid-stride loop over "units" (a chunk of elements, or a
@@ -128,7 +130,7 @@ LoweredOp Lowering::streaming(const Op& op, uint64_t out_at) {
     p->sfu_per_elem = c.sfu;
     p->row = op.cols();
     p->reduce = op.kind == OpKind::reduction;
-    // PyTorch's softmax and log-softmax over rows of more than 48 KiB (a vocabulary of logits)
+    // PyTorch's softmax and log-softmax over rows of more than about 48 KiB (a vocabulary of logits)
     // run cunn_SoftMaxForward (ATen/native/cuda/SoftMax.cu): the row fits neither the registers
     // of cunn_SoftMaxForwardReg nor the 48 KiB of shared memory a block gets without opting in
     // (cunn_SoftMaxForwardSmem), so the block reads it from memory three times, for the max,
