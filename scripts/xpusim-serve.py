@@ -1240,10 +1240,9 @@ def main(argv=None):
         for flag in ("rate", "duration"):
             if not (getattr(a, flag) > 0 and math.isfinite(getattr(a, flag))):
                 fail(f"--{flag} {getattr(a, flag)}: must be a positive, finite number")
-        if not a.requests and not a.concurrency and max(parse_rates(a.rates) if a.rates else [a.rate]) * a.duration \
-                > MAX_REQUESTS:
-            fail(f"--rate{'s' if a.rates else ''} {a.rates or a.rate} x --duration {a.duration}: more than "
-                 f"{MAX_REQUESTS} requests")
+        if not a.requests and not a.concurrency:
+            REQUESTS.check_volume(f"--rates {a.rates}" if a.rates else f"--rate {a.rate}",
+                                  max(parse_rates(a.rates)) if a.rates else a.rate, a.duration)
         if a.kv_blocks is not None and a.kv_blocks < 1:
             fail(f"--kv-blocks {a.kv_blocks}: must be at least 1 (leave it out for what the memory holds)")
         if a.swap_space < 0 or not a.swap_bandwidth > 0:

@@ -45,16 +45,33 @@ def parse_length(text, flag):
     fail(f"{flag} {text}: expected a token count, uniform:MIN:MAX or normal:MEAN:SD (lengths of at least 1)")
 
 
+def check_volume(shown, rate, duration):
+    """The stream `rate` x `duration` makes is bounded (`shown` names the flags that set the rate)."""
+    if rate * duration > MAX_REQUESTS:
+        fail(f"{shown} x --duration {duration}: more than {MAX_REQUESTS} requests (about {rate * duration:.3g})")
+
+
+def _lengths(a, max_context):
+    """A draw of (prompt, output) tokens from --prompt-len and --output-len, clipped to the context."""
+    prompt, output = parse_length(a.prompt_len, "--prompt-len"), parse_length(a.output_len, "--output-len")
+
+    def draw(rng):
+        p, o = prompt(rng), output(rng)
+        if p + o > max_context:
+            p = max(1, max_context - o)
+            o = min(o, max_context - p)
+        return p, o
+    return draw
+
+
 def generate_requests(a, max_context):
     if a.concurrency:
         return closed_loop_requests(a, max_context)
     if not (a.rate > 0 and a.duration > 0 and math.isfinite(a.rate * a.duration)):
         fail("--rate and --duration must be positive and finite")
-    if a.rate * a.duration > MAX_REQUESTS:  # every caller's bound, --rates' points included
-        fail(f"--rate {a.rate:g} x --duration {a.duration:g}: about {a.rate * a.duration:.3g} requests, more than "
-             f"{MAX_REQUESTS}")
+    check_volume(f"--rate {a.rate}", a.rate, a.duration)  # every caller's bound, --rates' points included
     rng = random.Random(a.seed)
-    prompt, output = parse_length(a.prompt_len, "--prompt-len"), parse_length(a.output_len, "--output-len")
+    lengths = _lengths(a, max_context)
     reqs, t = [], 0.0
     while True:
         if a.arrivals == "poisson":
@@ -63,10 +80,7 @@ def generate_requests(a, max_context):
             t += rng.gammavariate(0.25, 4.0 / a.rate)
         if t >= a.duration:
             break
-        p, o = prompt(rng), output(rng)
-        if p + o > max_context:
-            p = max(1, max_context - o)
-            o = min(o, max_context - p)
+        p, o = lengths(rng)
         reqs.append({"id": str(len(reqs)), "arrival": t, "prompt_tokens": p, "output_tokens": o, "priority": 0})
         if len(reqs) > MAX_REQUESTS:  # bursty arrivals run past the mean
             fail(f"--rate {a.rate:g} x --duration {a.duration:g}: more than {MAX_REQUESTS} requests")
@@ -78,13 +92,10 @@ def closed_loop_requests(a, max_context):
     if a.num_requests < 1:
         fail("--num-requests must be at least 1")
     rng = random.Random(a.seed)
-    prompt, output = parse_length(a.prompt_len, "--prompt-len"), parse_length(a.output_len, "--output-len")
+    lengths = _lengths(a, max_context)
     reqs = []
     for i in range(a.num_requests):
-        p, o = prompt(rng), output(rng)
-        if p + o > max_context:
-            p = max(1, max_context - o)
-            o = min(o, max_context - p)
+        p, o = lengths(rng)
         reqs.append({"id": str(i), "arrival": 0.0, "prompt_tokens": p, "output_tokens": o, "priority": 0})
     return reqs
 
@@ -94,40 +105,36 @@ def kv_need(tokens, block_size):
     return -(-tokens // block_size)
 
 
+def _check_fits(rid, n, kv, what):
+    blocks, size = kv
+    if kv_need(n, size) > blocks:
+        fail(f"{what}: request {rid}'s {n} tokens need {kv_need(n, size)} KV blocks of {size}, more than "
+             f"the {blocks} one engine's cache holds (--kv-blocks, --gpu-memory-utilization, --max-context)")
+
+
 def check_kv_fit(reqs, kv, what):
     """Every request fits one engine's KV cache alone, so it can always be admitted: kv is
     (blocks, block size). `what` names where the requests came from."""
-    blocks, size = kv
     for r in reqs:
-        n = r["prompt_tokens"] + r["output_tokens"]
-        if kv_need(n, size) > blocks:
-            fail(f"{what}: request {r['id']}'s {n} tokens need {kv_need(n, size)} KV blocks of {size}, more than "
-                 f"the {blocks} one engine's cache holds (--kv-blocks, --gpu-memory-utilization, --max-context)")
+        _check_fits(r["id"], r["prompt_tokens"] + r["output_tokens"], kv, what)
 
 
 def load_requests(path, max_context, kv=None):
     reqs, seen = [], {}
-    lines = []
+    lines = []  # (line number, text) of the lines that are requests: not blank, not comments
     try:
         with open(path, "rb") as f:
-            count = 0
-            while True:
-                raw = f.readline(MAX_LINE + 1)
-                if not raw:
-                    break
+            for n, raw in enumerate(iter(lambda: f.readline(MAX_LINE + 1), b""), 1):
                 if len(raw) > MAX_LINE:
-                    fail(f"{path}:{len(lines) + 1}: a line longer than {MAX_LINE} bytes is not a request")
-                line = raw.decode("utf-8", "replace")
-                lines.append(line)
-                count += bool(line.strip()) and not line.lstrip().startswith("#")
-                if count > MAX_REQUESTS:
-                    fail(f"{path}:{len(lines)}: more than {MAX_REQUESTS} requests")
+                    fail(f"{path}:{n}: a line longer than {MAX_LINE} bytes is not a request")
+                s = raw.decode("utf-8", "replace").strip()
+                if s and not s.startswith("#"):
+                    lines.append((n, s))
+                    if len(lines) > MAX_REQUESTS:
+                        fail(f"{path}:{n}: more than {MAX_REQUESTS} requests")
     except OSError as e:
         fail(f"{path}: {e.strerror}")
-    for n, line in enumerate(lines, 1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
+    for n, s in lines:
         where = f"{path}:{n}"
         def unique(pairs):
             keys = [k for k, _ in pairs]
@@ -162,8 +169,8 @@ def load_requests(path, max_context, kv=None):
         if r["prompt_tokens"] + r["output_tokens"] > max_context:
             fail(f"{where}: prompt_tokens + output_tokens = {r['prompt_tokens'] + r['output_tokens']} exceeds the "
                  f"model's context of {max_context} tokens (--max-context)")
-        if kv and kv_need(r["prompt_tokens"] + r["output_tokens"], kv[1]) > kv[0]:
-            check_kv_fit([{**r, "id": r.get("id", len(reqs))}], kv, where)
+        if kv:
+            _check_fits(r.get("id", len(reqs)), r["prompt_tokens"] + r["output_tokens"], kv, where)
         rid = str(r.get("id", len(reqs)))
         if rid in seen:
             fail(f"{where}: field 'id' {rid!r} repeats line {seen[rid]}")
