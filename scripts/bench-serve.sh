@@ -24,12 +24,12 @@ for spec in "fixed|512|128" "spread|normal:1024:512|normal:256:128"; do
   t0=$(date +%s.%N)
   python3 scripts/xpusim-serve.py --config configs/systems/dgx-h100.yaml --model configs/models/llama-3-70b.yaml \
     --tp 4 --weights fp8 --kv fp8 --rate 10 --duration "$duration" --prompt-len "$prompt" --output-len "$output" \
-    --jobs "$jobs" --out "$out/$name" >/dev/null
+    --jobs "$jobs" --out "$out/$name" -q
   t1=$(date +%s.%N)
   # The loop alone: the same run again, every shape now in the cache.
   python3 scripts/xpusim-serve.py --config configs/systems/dgx-h100.yaml --model configs/models/llama-3-70b.yaml \
     --tp 4 --weights fp8 --kv fp8 --rate 10 --duration "$duration" --prompt-len "$prompt" --output-len "$output" \
-    --jobs "$jobs" --out "$out/$name" >/dev/null
+    --jobs "$jobs" --out "$out/$name" --overwrite -q
   t2=$(date +%s.%N)
   python3 - "$out/$name/summary.json" "$t0" "$t1" "$t2" "$name" <<'PY'
 import json, sys

@@ -37,7 +37,7 @@ def run(setup, with_runtime, a, out):
            "--max-batched-tokens", s["max_batched_tokens"], "--prompt-len", s["isl"], "--output-len", s["osl"],
            "--concurrency", s["concurrency"], "--num-requests", s["requests"], "--sampler", s["sampler"],
            "--max-seqs", str(max(256, int(s["concurrency"]))), "--xpusim", a.xpusim, "--jobs", str(a.jobs),
-           "--step-cache", os.path.join(a.out, "step-cache.json"), "--out", out]
+           "--step-cache", os.path.join(a.out, "step-cache.json"), "--out", out, "--overwrite"]
     if with_runtime:
         cmd += ["--runtime", s["runtime"]] + (["--offline"] if s["offline"] == "true" else [])
     p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))

@@ -96,7 +96,7 @@ def main():
                "--model", os.path.join(ROOT, row["model"]), "--tp", row["tp"], "--weights", row["weights"],
                "--kv", row["kv"], "--requests", reqs, "--scheduler", "chunked", "--max-seqs", str(max_bs),
                "--max-batched-tokens", str(max_tokens), "--gpu-memory-utilization", "0.95",
-               "--activation-reserve", "2", "--jobs", str(a.jobs), "--out", out, "--step-cache", cache]
+               "--activation-reserve", "2", "--jobs", str(a.jobs), "--out", out, "--step-cache", cache, "--overwrite"]
         for s in row["sets"]:
             cmd += ["--set", s]
         print(f"row {i}: {row['system']}, {os.path.basename(row['model'])} TP{row['tp']} {row['weights']}, "

@@ -51,6 +51,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -93,6 +94,8 @@ ServeError, fail = REQUESTS.ServeError, REQUESTS.fail
 MAX_REQUESTS, MAX_REPLICAS = REQUESTS.MAX_REQUESTS, REQUESTS.MAX_REPLICAS
 parse_length, generate_requests, load_requests = REQUESTS.parse_length, REQUESTS.generate_requests, REQUESTS.load_requests
 closed_loop_requests = REQUESTS.closed_loop_requests
+# The command line as the other commands behave (python/xpusim/cli.py).
+CLI = _load_module("xpusim_cli", os.path.join(ROOT, "python", "xpusim", "cli.py"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,11 +336,21 @@ class StepModel:
         todo = self.missing(points)
         if not todo:
             return
+        progress = self.a.progress
+        progress.start(len(todo), self.jobs)
+
+        def one(p):
+            t0 = time.monotonic()
+            v = self.simulate(*p)
+            progress.done(f"{p[0]} step, batch {p[1]}, length {p[2]}" + (f" after {p[3]}" if p[3] else ""),
+                          time.monotonic() - t0)
+            return v
         if len(todo) == 1 or self.jobs == 1:
-            results = [self.simulate(*p) for p in todo]
+            results = [one(p) for p in todo]
         else:
             with concurrent.futures.ThreadPoolExecutor(min(self.jobs, len(todo))) as pool:
-                results = list(pool.map(lambda p: self.simulate(*p), todo))
+                results = list(pool.map(one, todo))
+        progress.end()
         for p, v in zip(todo, results):
             if not all(isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 for x in v):
                 fail(f"xpusim gave a {p[0]} step (batch {p[1]}, length {p[2]}) the times and energies {v}: "
@@ -546,10 +559,12 @@ class StepModel:
 
     def sets(self):
         a = self.a
-        s = list(a.set)
+        # Exactly the replica's GPUs, so that a step's energy is theirs (a TP=1 replica on an
+        # 8-GPU system config is one GPU, not eight with seven idle); beyond one, one simulated in
+        # detail (the step is SPMD).
+        s = list(a.set) + [f"system.gpus_per_domain={a.tp}", "system.domains=1"]
         if a.tp > 1:
-            # Exactly the replica's GPUs, one simulated in detail (the step is SPMD).
-            s += [f"system.gpus_per_domain={a.tp}", "system.domains=1", "system.detail=representative"]
+            s += ["system.detail=representative"]
         return s
 
 
@@ -1091,14 +1106,14 @@ def check_slos(a, steps, reqs):
         if rt:
             t = rt.step_s(t, decode=1)
         if a.slo_tpot < t:
-            fail(f"--slo-tpot {a.slo_tpot:g}: impossible, a decode step of one sequence takes {t * 1e3:.2f} ms "
+            fail(f"--slo-tpot {CLI.ms_text(a.slo_tpot)}: impossible, a decode step of one sequence takes {t * 1e3:.2f} ms "
                  f"on this replica")
     if a.slo_ttft is not None:
         t = steps.step(None, [(n, 0)])[0]
         if rt:
             t = rt.arrival_path_s(n) + rt.step_s(t, prefill_seqs=1, prefill_tokens=n) + rt.first_token_s
         if a.slo_ttft < t:
-            fail(f"--slo-ttft {a.slo_ttft:g}: impossible, a prefill of the shortest prompt ({n} tokens) alone takes "
+            fail(f"--slo-ttft {CLI.ms_text(a.slo_ttft)}: impossible, a prefill of the shortest prompt ({n} tokens) alone takes "
                  f"{t * 1e3:.2f} ms on this replica")
 
 
@@ -1135,11 +1150,12 @@ def sweep_rates(a, rates, card, replica, steps):
              "|---|---|---|---|---|---|---|"]
     for rate, _, s in results:
         lines.append(f"| {rate:g} | {s['throughput_rps'] or 0:.2f} | {s['output_tokens_per_s'] or 0:.0f} | "
-                     f"{s['goodput_rps'] or 0:.2f} | {1e3 * s['ttft_s']['p50']:.1f} / {1e3 * s['ttft_s']['p99']:.1f} ms | "
+                     f"{'-' if s['goodput_rps'] is None else format(s['goodput_rps'], '.2f')} | {1e3 * s['ttft_s']['p50']:.1f} / {1e3 * s['ttft_s']['p99']:.1f} ms | "
                      f"{1e3 * (s['tpot_s']['p50'] or 0):.1f} / {1e3 * (s['tpot_s']['p99'] or 0):.1f} ms | "
                      f"{s['joules_per_output_token'] or 0:.3f} |")
-    print("\n".join(lines))
-    print(f"\nwrote {os.path.join(base, 'rates.csv')} and {os.path.join(base, 'serve.html')}")
+    if not a.quiet:
+        print("\n".join(lines))
+        print(f"\nwrote {os.path.join(base, 'rates.csv')} and {os.path.join(base, 'serve.html')}")
 
 
 XPUSIM = os.path.join(ROOT, "build", "xpusim")
@@ -1147,7 +1163,7 @@ XPUSIM = os.path.join(ROOT, "build", "xpusim")
 
 def main(argv=None):
     global XPUSIM
-    ap = argparse.ArgumentParser(prog="xpusim-serve", description=__doc__.split("\n\n")[0], allow_abbrev=False,
+    ap = CLI.Parser(prog="xpusim-serve", description=__doc__.split("\n\n")[0], allow_abbrev=False,
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--config", required=True, help="system config (configs/systems/ for TP > 1)")
     ap.add_argument("--model", required=True, help="model card (configs/models/)")
@@ -1210,8 +1226,11 @@ def main(argv=None):
     ap.add_argument("--bucket-ratio", type=float, default=1.5,
                     help="ratio of the length ladder whose points are simulated and interpolated between (default 1.5)")
     ap.add_argument("--check-buckets", type=int, default=0, help="simulate N shapes exactly to measure bucketing")
-    ap.add_argument("--slo-ttft", type=float, default=None, help="seconds: goodput counts requests within it")
-    ap.add_argument("--slo-tpot", type=float, default=None, help="seconds per output token, as --slo-ttft")
+    ap.add_argument("--slo-ttft", type=CLI.time_value, default=None, metavar="TIME",
+                    help="time to first token with its unit (e.g. 500ms): goodput counts the requests within it "
+                         "and --slo-tpot (default: no SLO, no goodput)")
+    ap.add_argument("--slo-tpot", type=CLI.time_value, default=None, metavar="TIME",
+                    help="time per output token with its unit (e.g. 50ms), as --slo-ttft")
     ap.add_argument("--runtime", default=None,
                     help="the serving runtime around the kernels: vllm, trtllm, sglang (configs/runtimes/) or a "
                          "profile's path; its host work per step, CUDA-graph padding of decode batches, eager "
@@ -1224,8 +1243,16 @@ def main(argv=None):
                     help="check the flags, model, requests and that the model fits, simulate nothing (what "
                          "`xpusim sweep` asks of each serve point before it runs any)")
     ap.add_argument("--xpusim", default=XPUSIM)
-    ap.add_argument("--out", default="serve-out")
+    ap.add_argument("--out", default="serve-out",
+                    help="the run's folder (default serve-out); one that holds a run's results is refused without "
+                         "--overwrite")
+    ap.add_argument("--overwrite", action="store_true", help="replace the results a run left in --out")
+    ap.add_argument("-q", "--quiet", action="store_true", help="only errors: no progress, no summary")
+    ap.add_argument("-v", "--verbose", action="store_true", help="each step shape's simulation as it ends")
     a = ap.parse_args(argv)
+    if a.quiet and a.verbose:
+        ap.error("-q and -v: give one of them")
+    a.progress = CLI.Progress(-1 if a.quiet else 1 if a.verbose else 0)
     XPUSIM = a.xpusim
     if a.max_batched_tokens is None:
         a.max_batched_tokens = 2048 if a.scheduler == "chunked" else 8192
@@ -1265,8 +1292,6 @@ def main(argv=None):
         for flag, known in (("weights", GEN.FORMATS | GEN.BLOCK_SCALED), ("kv", GEN.FORMATS)):
             if getattr(a, flag) not in known:
                 fail(f"--{flag} {getattr(a, flag)}: unknown format (known: {', '.join(sorted(known))})")
-        if a.slo_ttft is not None and a.slo_ttft <= 0 or a.slo_tpot is not None and a.slo_tpot <= 0:
-            fail("an SLO must be a positive time in seconds")
         if not os.path.exists(a.xpusim):
             fail(f"{a.xpusim}: no xpusim binary (build it, or pass --xpusim)")
         a.rt = None
@@ -1311,6 +1336,9 @@ def main(argv=None):
             print(f"ok: {card['name']} fits with {replica.blocks} KV blocks of {a.block_size} tokens per replica; "
                   f"{n} requests")
             return 0
+        done = [f for f in ("summary.json", "results.jsonl", "rates.csv") if os.path.exists(os.path.join(a.out, f))]
+        if done and not a.overwrite:
+            fail(f"{os.path.join(a.out, done[0])} exists: give --overwrite to replace that run's results, or another --out")
         os.makedirs(a.out, exist_ok=True)
         steps = StepModel(a, card, a.out)
         if rates:
@@ -1324,7 +1352,9 @@ def main(argv=None):
         if a.check_buckets:
             check_buckets(a, steps, a.check_buckets)
         rows, s = summarise(a, reqs, finished, server, replica, steps)
-        print(write(a, rows, s))
+        text = write(a, rows, s)
+        if not a.quiet:
+            print(text)
     except ServeError as e:
         sys.exit(f"xpusim-serve: {e}")
 

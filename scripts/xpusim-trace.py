@@ -47,16 +47,17 @@ import sys
 import yaml
 
 
-def _load_runtime_module():
-    # python/xpusim/runtime.py by path: it needs PyYAML only, not the compiled package.
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "xpusim", "runtime.py")
-    spec = importlib.util.spec_from_file_location("xpusim_runtime", path)
+def _load_package_module(name):
+    # python/xpusim/NAME.py by path: it needs PyYAML only, not the compiled package.
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "xpusim", name + ".py")
+    spec = importlib.util.spec_from_file_location("xpusim_" + name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-RUNTIME = _load_runtime_module()
+RUNTIME = _load_package_module("runtime")
+CLI = _load_package_module("cli")  # the command line as the binary's behaves
 
 CARD_KEYS = {"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated", "vocab", "norm",
              "experts", "top_k", "encoder", "family", "rope", "context"}
@@ -566,7 +567,7 @@ def build(c, a):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    ap = CLI.Parser(prog="xpusim-trace", description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("model", help="model card, e.g. configs/models/llama-2-70b.yaml")
     ap.add_argument("--phase", choices=["prefill", "decode", "train"], default=None,

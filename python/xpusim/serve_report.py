@@ -85,13 +85,16 @@ def summarise(a, reqs, finished, server, replica, steps):
         "arrival_rate_rps": len(reqs) / arrivals if arrivals > 0 else None,
         "throughput_rps": len(finished) / span if span > 0 else None,
         "output_tokens_per_s": out_tokens / span if span > 0 else None,
-        "goodput_rps": len(good) / span if span > 0 else None,
+        # Goodput counts the requests within an SLO; without one there is none to count.
+        "goodput_rps": len(good) / span if span > 0 and (a.slo_ttft or a.slo_tpot) else None,
         "slo": {"ttft_s": a.slo_ttft, "tpot_s": a.slo_tpot, "met": len(good)},
         "ttft_s": pcts(ttft), "tpot_s": pcts(tpot), "e2e_s": pcts(e2e),
         "tbt_s": {f"p{q}": hist_percentile(server.tbt, q) for q in (50, 90, 99)} |
                  {"max": hist_percentile(server.tbt, 100), "tokens": sum(server.tbt.values())},
         "energy_j": server.energy, "joules_per_output_token": server.energy / out_tokens if out_tokens else None,
         "average_power_w": server.energy / server.now if server.now > 0 else None,
+        # Over the time the replicas ran steps (a replica's draw while it works), beside the span's.
+        "average_busy_power_w": server.energy / server.busy if server.busy > 0 else None,
         "busy_s": server.busy, "busy_fraction": server.busy / (server.now * len(servers)) if server.now > 0 else None,
         "replicas": [{"name": x.name, "role": x.role, "requests": x.arrived, "finished": len(x.done), "busy_s": x.busy,
                       "energy_j": x.energy, "steps": x.step_count, "preemptions": x.preemptions, "swaps": x.swaps,
@@ -128,13 +131,17 @@ def write(a, rows, s):
     def ms(x):
         return "-" if x is None else f"{x * 1e3:.1f} ms"
 
+    within = " and ".join(f"{k} {ms(v)}" for k, v in (("TTFT", a.slo_ttft), ("TPOT", a.slo_tpot)) if v)
+    slo = (f"goodput {s['goodput_rps'] or 0:.2f}/s within {within}" if within else
+           "no SLO given, so no goodput: --slo-ttft and --slo-tpot set one")
+
     lines = [f"# Serving: {os.path.basename(a.model)} on {os.path.basename(a.config)}, TP={a.tp}"
              f"{f' PP={a.pp}' if a.pp > 1 else ''}, {a.scheduler} batching",
              "", f"{s['finished']} of {s['requests']} requests in {s['span_s']:.1f} s of simulated time; "
              f"{s['output_tokens_per_s'] or 0:.0f} output tokens/s, {s['throughput_rps'] or 0:.2f} requests/s "
-             f"(goodput {s['goodput_rps'] or 0:.2f}/s under the SLO); "
+             f"({slo}); "
              f"{s['joules_per_output_token'] or 0:.3f} J per output token at {s['average_power_w'] or 0:.0f} W "
-             f"on average; busy {100 * (s['busy_fraction'] or 0):.0f}% of the time; {s['preemptions']} preemptions.",
+             f"on average ({s['average_busy_power_w'] or 0:.0f} W while busy); busy {100 * (s['busy_fraction'] or 0):.0f}% of the time; {s['preemptions']} preemptions.",
              "", "| latency | p50 | p90 | p99 | mean |", "|---|---|---|---|---|"]
     for k, label in (("ttft_s", "time to first token"), ("tpot_s", "time per output token"),
                      ("tbt_s", "time between tokens"), ("e2e_s", "end to end")):
@@ -225,7 +232,7 @@ def html_page(a, results):
     ]
     rows_html = "".join(
         f"<tr><td>{rate:g}</td><td>{s['throughput_rps'] or 0:.2f}</td><td>{s['output_tokens_per_s'] or 0:.0f}</td>"
-        f"<td>{s['goodput_rps'] or 0:.2f}</td><td>{1e3 * s['ttft_s']['p50']:.1f}</td><td>{1e3 * s['ttft_s']['p99']:.1f}</td>"
+        f"<td>{'-' if s['goodput_rps'] is None else format(s['goodput_rps'], '.2f')}</td><td>{1e3 * s['ttft_s']['p50']:.1f}</td><td>{1e3 * s['ttft_s']['p99']:.1f}</td>"
         f"<td>{1e3 * (s['tpot_s']['p50'] or 0):.2f}</td><td>{1e3 * (s['tpot_s']['p99'] or 0):.2f}</td>"
         f"<td>{s['joules_per_output_token'] or 0:.3f}</td><td>{s['preemptions']}</td></tr>" for rate, _, s in results)
     return f"""<!DOCTYPE html>

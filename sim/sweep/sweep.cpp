@@ -49,6 +49,7 @@ const std::vector<std::pair<std::string, std::string>> kServeReserved = {
     {"set", "give fixed config overrides as the spec's set, swept ones as axes"},
     {"out", "each point writes into the sweep's points/ folder"},
     {"step-cache", "the points share OUT/step-cache.json"},
+    {"overwrite", "each point's folder is the sweep's, which it replaces when it runs the point again"},
     {"rates", "sweep the arrival rate with an axis, serve.rate: [...]"},
     {"xpusim", "the points run the sweep's own binary"},
     {"check", "the sweep checks every point before it runs any"},
@@ -368,7 +369,8 @@ std::vector<std::string> point_args(const Point& p, const std::string& dir, cons
   std::vector<std::string> args;
   if (p.kind == Kind::Serve) {
     args = {"serve", "--config", p.config, "--model", p.trace};
-    if (!dir.empty()) args.insert(args.end(), {"--out", dir, "--step-cache", step_cache});
+    // The point's folder is the sweep's: a point run again (--retry-failed) replaces what it left.
+    if (!dir.empty()) args.insert(args.end(), {"--out", dir, "--step-cache", step_cache, "--overwrite"});
     bool jobs = false;
     for (const auto& [k, v] : p.serve_args) {
       args.insert(args.end(), {"--" + k, v});

@@ -202,7 +202,7 @@ class Samplers(unittest.TestCase):
             p = subprocess.run([sys.executable, script, "configs/models/llama-3-8b.yaml", "--sampler", "v0_randon"],
                                cwd=ROOT, capture_output=True, text=True)
             self.assertEqual(p.returncode, 2)
-            self.assertIn("invalid choice: 'v0_randon'", p.stderr)
+            self.assertIn("--sampler v0_randon: not one of greedy, top_p, v0_greedy, v0_random (did you mean v0_random?)", p.stderr)
             self.assertIn("v0_random", p.stderr)
 
 

@@ -57,7 +57,8 @@ def args(**kw):
                            output_len="uniform:8:256", seed=3, rates=None, out=None, max_context=4096, replicas=1,
                            router="least-loaded", disaggregate=None, kv_link="nvlink", preemption="recompute",
                            swap_space=4.0, swap_bandwidth=64.0, jobs=0, step_cache=None, set=[], kv_page=0,
-                           rt=None, sampler=None, concurrency=0, num_requests=None)
+                           rt=None, sampler=None, concurrency=0, num_requests=None, quiet=True,
+                           progress=serve.CLI.Progress(-1))
     for k, v in kw.items():
         setattr(a, k, v)
     return a
@@ -552,11 +553,11 @@ class BadInputs(unittest.TestCase):
         reqs = serve.generate_requests(a, 4096)
         with self.assertRaises(serve.ServeError) as e:
             serve.check_slos(a, AnalyticSteps(), reqs)
-        self.assertIn("--slo-tpot 0.001: impossible", str(e.exception))
+        self.assertIn("--slo-tpot 1 ms: impossible", str(e.exception))
         a = args(slo_ttft=1e-4)
         with self.assertRaises(serve.ServeError) as e:
             serve.check_slos(a, AnalyticSteps(), reqs)
-        self.assertIn("--slo-ttft 0.0001: impossible", str(e.exception))
+        self.assertIn("--slo-ttft 0.1 ms: impossible", str(e.exception))
         serve.check_slos(args(slo_ttft=1.0, slo_tpot=0.1), AnalyticSteps(), reqs)  # possible ones pass
 
     def test_a_model_that_does_not_fit(self):
@@ -592,14 +593,49 @@ class BadInputs(unittest.TestCase):
     def test_bad_flags(self):
         for extra, want in ((["--tp", "0"], "--tp must be at least 1"), (["--kv", "fp9"], "--kv fp9: unknown format"),
                             (["--prompt-len", "uniform:9"], "--prompt-len uniform:9"),
-                            (["--slo-ttft", "-1"], "SLO must be a positive"), (["--replicas", "0"], "--replicas 0: must be 1 to"),
+                            (["--slo-ttft", "-1 s"], "must be a positive time"), (["--replicas", "0"], "--replicas 0: must be 1 to"),
                             (["--disaggregate", "2"], "--disaggregate 2: expected P:D"),
                             (["--disaggregate", "1:1", "--scheduler", "static"], "not static"),
                             (["--pp", "0"], "--pp must be at least 1"), (["--pp", "33"], "--pp 33: more stages than"),
-                            (["--rat", "2"], "unrecognized arguments: --rat")):
+                            (["--rat", "2"], "unknown option --rat (did you mean --rate?)")):
             p = self.run_serve(*extra)
             self.assertNotEqual(p.returncode, 0)
             self.assertIn(want, p.stderr)
+
+    def test_flags_as_the_other_commands_take_them(self):
+        # A mistyped flag or choice: one line naming it and what it may have meant, exit 2 (usage).
+        for extra, want in ((["--schedular", "chunked"], "unknown option --schedular (did you mean --scheduler?)"),
+                            (["--scheduler", "chunkd"], "--scheduler chunkd: not one of continuous, chunked, static "
+                                                        "(did you mean chunked?)"),
+                            (["--slo-ttft", "0.5"], "'0.5': a time needs its unit"),
+                            (["--slo-tpot", "50 mins"], "unknown unit 'mins'"),
+                            (["--slo-ttft", "0 ms"], "must be a positive time"),
+                            (["--slo-ttft", "inf s"], "expected a time with its unit"),
+                            (["-q", "-v"], "-q and -v: give one of them")):
+            p = self.run_serve(*extra)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(want, p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)  # no usage dump
+        # Times take their units, as every other command's do.
+        a = serve.CLI
+        self.assertEqual([a.time_value(x) for x in ("500ms", "0.5 s", "200us", "1e3 ns")], [0.5, 0.5, 2e-4, 1e-6])
+
+    def test_a_replica_is_billed_for_its_own_gpus(self):
+        # A TP=1 replica on an 8-GPU system config simulates one GPU, so its steps' energy is that
+        # GPU's, not eight GPUs' with seven idle; TP=4 simulates four.
+        steps = serve.StepModel.__new__(serve.StepModel)
+        steps.a = args(tp=1, set=["hbm.capacity=80GB"])
+        self.assertEqual(steps.sets(), ["hbm.capacity=80GB", "system.gpus_per_domain=1", "system.domains=1"])
+        steps.a = args(tp=4)
+        self.assertEqual(steps.sets(), ["system.gpus_per_domain=4", "system.domains=1", "system.detail=representative"])
+
+    def test_goodput_only_under_an_slo(self):
+        a = args(rate=4.0, duration=10.0)
+        _, _, _, _, s = run(a)
+        self.assertIsNone(s["goodput_rps"])  # no SLO: no goodput, rather than the throughput under another name
+        self.assertGreater(s["average_busy_power_w"], s["average_power_w"] * 0.999)
+        _, _, _, _, s = run(args(rate=4.0, duration=10.0, slo_ttft=10.0))
+        self.assertAlmostEqual(s["goodput_rps"], s["throughput_rps"])
 
 
 class Command(unittest.TestCase):
@@ -636,9 +672,14 @@ class EndToEnd(unittest.TestCase):
         self.assertLess(s["tpot_s"]["p50"], 50e-3)
         self.assertGreater(s["joules_per_output_token"], 0)
         self.assertGreater(s["step_cache"]["buckets"], 0)
-        # A second run reuses the cache and simulates nothing.
-        p = subprocess.run(p.args, capture_output=True, text=True)
+        # The folder now holds a run's results: the same command is refused, naming them.
+        again = subprocess.run(p.args, capture_output=True, text=True)
+        self.assertEqual(again.returncode, 1)
+        self.assertIn(os.path.join(out, "summary.json") + " exists: give --overwrite", again.stderr)
+        # A second run reuses the cache and simulates nothing; -q prints nothing.
+        p = subprocess.run(p.args + ["--overwrite", "-q"], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual((p.stdout, p.stderr), ("", ""))
         self.assertEqual(json.load(open(os.path.join(out, "summary.json")))["step_cache"]["simulated_now"], 0)
         # Disaggregated on the same steps: the KV cache crosses the config's NVLink.
         p = subprocess.run(p.args + ["--disaggregate", "1:1"], capture_output=True, text=True)

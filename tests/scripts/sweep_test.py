@@ -441,7 +441,7 @@ class ServeSweep(unittest.TestCase):
         self.assertIn("J per output token", html)
 
     def test_bad_serve_specs_are_refused_before_anything_runs(self):
-        cases = [(SERVE_SPEC.replace("serve.rate:", "serve.rat:"), "serve.yaml:12", "axis 'serve.rat'", "unrecognized arguments: --rat 4"),
+        cases = [(SERVE_SPEC.replace("serve.rate:", "serve.rat:"), "serve.yaml:12", "axis 'serve.rat'", "unknown option --rat (did you mean --rate?)"),
                  (SERVE_SPEC.replace("  duration: 2", "  duration: -2"), "serve.yaml:6:3: key 'serve.duration'",
                   "--duration -2.0: must be a positive, finite number"),
                  (SERVE_SPEC.replace("  duration: 2", "  max-seqs: 0"), "serve.yaml:6:3: key 'serve.max-seqs': ",
@@ -449,7 +449,7 @@ class ServeSweep(unittest.TestCase):
                  (SERVE_SPEC.replace("  duration: 2", "  rates: 1,2"), "serve.yaml:6:3", "key 'serve.rates'",
                   "sweep the arrival rate with an axis"),
                  (SERVE_SPEC.replace("[continuous, chunked]", "[continuous, fifo]"), "axis 'serve.scheduler'", "",
-                  "invalid choice: 'fifo'"),
+                  "--scheduler fifo: not one of continuous, chunked, static"),
                  (SERVE_SPEC + "  trace.dtype: [fp8]\n", "key 'axes.trace.dtype'", "", "a serve sweep has no trace"),
                  (SERVE_SPEC + f"traces: [{ROOT}/tests/data/gemm-2k.yaml]\n", "key 'traces'", "",
                   "runs model cards (serve.model), not traces"),

@@ -1,0 +1,104 @@
+"""The Python commands' command lines (xpusim serve, xpusim-trace.py) as the binary's behave: a
+mistyped flag or choice is one line naming it with what it may have meant (exit 2, as `xpusim
+run` does), times carry their units, and a long first run says what it is simulating and how
+long it has left.
+"""
+import argparse
+import difflib
+import math
+import re
+import sys
+import threading
+import time
+
+TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}  # per second
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, whose errors are one line: the flag or value it could not take, what it may have
+    meant, and where the options are listed."""
+
+    def error(self, message):
+        hint = ""
+        m = re.match(r"unrecognized arguments: (.*)", message)
+        if m:
+            flags = [w for w in m.group(1).split() if w.startswith("-")]
+            known = [o for o in self._option_string_actions if o.startswith("--")]
+            word = flags[0] if flags else m.group(1).split()[0]
+            near = difflib.get_close_matches(word.split("=")[0], known, n=1, cutoff=0.6)
+            message = f"unknown option {word}" if flags else f"unexpected argument {word}"
+            hint = f" (did you mean {near[0]}?)" if near else ""
+        m = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            choices = [c.strip(" '") for c in m.group(3).split(",")]
+            near = difflib.get_close_matches(m.group(2), choices, n=1, cutoff=0.5)
+            message = f"{m.group(1)} {m.group(2)}: not one of {', '.join(choices)}"
+            hint = f" (did you mean {near[0]}?)" if near else ""
+        self.exit(2, f"error: {self.prog}: {message}{hint}; see `{self.prog} --help`\n")
+
+
+def time_value(text):
+    """A time with its unit (500ms, 0.5 s, 200us), in seconds: positive and finite. An argparse
+    type: a bare number is refused, as every other xpusim command refuses one."""
+    m = re.fullmatch(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-z]*)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a time with its unit, e.g. 500ms or 0.5s")
+    if m.group(2) not in TIME_UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: " + (f"unknown unit {m.group(2)!r}" if m.group(2) else "a time needs its unit") +
+            " (s, ms, us or ns, e.g. 500ms)")
+    v = float(m.group(1)) / TIME_UNITS[m.group(2)]
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a positive time")
+    return v
+
+
+def ms_text(seconds):
+    """A time as the flags take it back: 500 ms, 1.5 s."""
+    return f"{seconds:g} s" if seconds >= 1 else f"{seconds * 1e3:g} ms"
+
+
+def clock_text(seconds):
+    s = int(round(seconds))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class Progress:
+    """What a run says while it simulates step shapes, on standard error: on a terminal one line
+    that updates (shapes done, time spent, an estimate of the time left), elsewhere a line as the
+    simulations start and one as they end; with -q nothing, with -v a line per shape as well."""
+
+    def __init__(self, verbosity=0, stream=None):
+        self.verbosity = verbosity
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.lock = threading.Lock()
+        self.total = self.done_count = 0
+        self.t0 = 0.0
+
+    def say(self, text, end="\n"):
+        if self.verbosity >= 0:
+            self.stream.write(text + end)
+            self.stream.flush()
+
+    def start(self, total, jobs):
+        self.total, self.done_count, self.t0 = total, 0, time.monotonic()
+        self.say(f"simulating {total} step shape{'s' if total != 1 else ''}, {min(jobs, total)} at a time",
+                 end="" if self.tty and self.verbosity == 0 else "\n")
+
+    def done(self, label, seconds):
+        with self.lock:
+            self.done_count += 1
+            elapsed = time.monotonic() - self.t0
+            left = elapsed / self.done_count * (self.total - self.done_count)
+            if self.verbosity > 0:
+                self.say(f"  {label}: {seconds:.1f} s ({self.done_count} of {self.total})")
+            elif self.tty:
+                self.say(f"\rsimulating step shapes: {self.done_count} of {self.total} done, "
+                         f"{clock_text(elapsed)} so far, about {clock_text(left)} left\x1b[K", end="")
+
+    def end(self):
+        elapsed = time.monotonic() - self.t0
+        if self.tty and self.verbosity == 0:
+            self.say("\r\x1b[K", end="")
+        self.say(f"simulated {self.total} step shape{'s' if self.total != 1 else ''} in {clock_text(elapsed)}")
