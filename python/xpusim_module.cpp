@@ -15,6 +15,7 @@
 #include "sim/engine/simulate.h"
 #include "sim/error.h"
 #include "sim/trace/trace.h"
+#include "sim/version.h"
 
 namespace py = pybind11;
 using namespace xpusim;
@@ -61,6 +62,10 @@ PYBIND11_MODULE(_xpusim, m) {
   sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);  // "simulation stopped by user"
   m.doc() = "xpusim's native part; use the xpusim package";
   py::register_exception<UserError>(m, "Error", PyExc_ValueError);
+  m.attr("__version__") = kVersion;
+  // The source tree the module was built from: its scripts (the trace generator, the serving
+  // driver) are what xpusim.trace() and xpusim.serve() run, as the binary's `serve` does.
+  m.attr("source_dir") = XPUSIM_SOURCE_DIR;
   m.def("run", &run, py::arg("config"), py::arg("trace"), py::arg("set"), py::arg("trace_set"), py::arg("fidelity"),
         py::arg("tolerance"), "Simulates; returns report.json's text");
   m.def("check", &check, py::arg("config"), py::arg("trace"), py::arg("set"), py::arg("trace_set"),

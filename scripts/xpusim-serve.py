@@ -1153,6 +1153,7 @@ def sweep_rates(a, rates, card, replica, steps):
                      f"{'-' if s['goodput_rps'] is None else format(s['goodput_rps'], '.2f')} | {1e3 * s['ttft_s']['p50']:.1f} / {1e3 * s['ttft_s']['p99']:.1f} ms | "
                      f"{1e3 * (s['tpot_s']['p50'] or 0):.1f} / {1e3 * (s['tpot_s']['p99'] or 0):.1f} ms | "
                      f"{s['joules_per_output_token'] or 0:.3f} |")
+    a.progress.close()
     if not a.quiet:
         print("\n".join(lines))
         print(f"\nwrote {os.path.join(base, 'rates.csv')} and {os.path.join(base, 'serve.html')}")
@@ -1352,6 +1353,7 @@ def main(argv=None):
         if a.check_buckets:
             check_buckets(a, steps, a.check_buckets)
         rows, s = summarise(a, reqs, finished, server, replica, steps)
+        a.progress.close()
         text = write(a, rows, s)
         if not a.quiet:
             print(text)

@@ -1,5 +1,5 @@
 """xpusim from Python: simulate a trace on a chip and get the report as a dict, check inputs,
-and run sweeps (docs/python.md).
+generate LLM traces, serve a request stream, compare runs and run sweeps (docs/python.md).
 
     import xpusim
     report = xpusim.run("configs/h100-sxm.yaml", "traces/gemm/bf16-8192.yaml", set={"sm.count": 100})
@@ -10,8 +10,10 @@ temporary file, so its errors name that file). Bad input raises xpusim.Error (a 
 with the message the CLI prints: file, line, column and key.
 """
 import json
+import math
 import os
 import subprocess
+import sys
 import tempfile
 
 import yaml
@@ -19,7 +21,8 @@ import yaml
 from ._xpusim import Error
 from . import _xpusim
 
-__all__ = ["Error", "run", "check", "sweep"]
+__all__ = ["Error", "run", "check", "trace", "serve", "compare", "sweep", "__version__"]
+__version__ = _xpusim.__version__
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -68,15 +71,25 @@ class _Inputs:
             self._tmp.cleanup()
 
 
-def run(config, trace, set=None, trace_set=None, fidelity="fast", tolerance=0.01):
+def run(config, trace, set=None, trace_set=None, fidelity="fast", tolerance=0.01, out=None):
     """Simulates `trace` on `config`; returns the report (report.json, docs/report-format.md) as a dict.
 
     set: config overrides, {"sm.count": 100} or ["sm.count=100"] (as --set); trace_set: trace
-    overrides such as {"dtype": "fp8"} (as --trace-set); fidelity: "fast" or "exact"."""
+    overrides such as {"dtype": "fp8"} (as --trace-set); fidelity: "fast" or "exact"; out: a
+    folder for the reports `xpusim run --out` writes (report.html, summary.md, timeline.json, ...)."""
+    tolerance = _number(tolerance, "tolerance")
     with _Inputs() as inputs:
-        text = _xpusim.run(inputs.path(config, "config"), inputs.path(trace, "trace"), _assignments(set, "set"),
-                           _assignments(trace_set, "trace_set"), fidelity, float(tolerance))
-    return json.loads(text)
+        c, t = inputs.path(config, "config"), inputs.path(trace, "trace")
+        sets, trace_sets = _assignments(set, "set"), _assignments(trace_set, "trace_set")
+        if out is None:
+            text = _xpusim.run(c, t, sets, trace_sets, fidelity, tolerance)
+            return json.loads(text)
+        cmd = [_cli(), "run", "-q", "--config", c, "--trace", t, "--out", _path(out, "out"), "--fidelity", str(fidelity),
+               "--tolerance", repr(tolerance)]
+        cmd += sum((["--set", x] for x in sets), []) + sum((["--trace-set", x] for x in trace_sets), [])
+        _command(cmd)
+    with open(os.path.join(os.fspath(out), "report.json")) as f:
+        return json.load(f)
 
 
 def check(config=None, trace=None, set=None, trace_set=None):
@@ -89,12 +102,129 @@ def check(config=None, trace=None, set=None, trace_set=None):
                       _assignments(trace_set, "trace_set"))
 
 
+def _number(x, what):
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"{what} must be a number, not {type(x).__name__}")
+    return float(x)
+
+
+def _path(x, what):
+    if not isinstance(x, (str, os.PathLike)):
+        raise TypeError(f"{what} must be a path, not {type(x).__name__}")
+    return os.fspath(x)
+
+
+def _command(cmd):
+    """Runs one of xpusim's commands; its error line (file, line, key) becomes xpusim.Error."""
+    r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
+    if r.returncode != 0:
+        prefixes = ("error: ", "xpusim-serve: ", "xpusim-trace: ")
+        lines = [l for l in r.stderr.splitlines() if l.startswith(prefixes)]
+        msg = lines[0] if lines else r.stderr.strip() or f"{os.path.basename(cmd[0])} exited with {r.returncode}"
+        for p in prefixes:
+            msg = msg[len(p):] if msg.startswith(p) else msg
+        raise Error(msg)
+    return r.stdout
+
+
+def _flags(options):
+    """Keyword options as a command's flags: slo_ttft="500ms" -> --slo-ttft 500ms, offline=True ->
+    --offline (False and None leave a flag out), set={"k": v} or a list -> --set k=v each."""
+    out = []
+    for k, v in options.items():
+        flag = "--" + k.replace("_", "-")
+        if v is None or v is False:
+            continue
+        if v is True:
+            out.append(flag)
+        elif k == "set":
+            out += sum(([flag, x] for x in _assignments(v, "set")), [])
+        elif isinstance(v, (list, tuple)):
+            out += [flag, ",".join(str(x) for x in v)]
+        else:
+            out += [flag, os.fspath(v) if isinstance(v, os.PathLike) else str(v)]
+    return out
+
+
+def trace(model, out=None, **options):
+    """Generates an LLM trace from a model card with scripts/xpusim-trace.py (docs/workloads.md);
+    returns it as a dict, which run() takes as it is. options are the generator's flags:
+    trace("configs/models/llama-3-8b.yaml", phase="decode", batch=8, context=1024, tp=2).
+    out: the trace's YAML file (default: none kept)."""
+    script = os.path.join(_xpusim.source_dir, "scripts", "xpusim-trace.py")
+    import yaml
+    with tempfile.TemporaryDirectory(prefix="xpusim-") as tmp:
+        path = _path(out, "out") if out is not None else os.path.join(tmp, "trace.yaml")
+        _command([sys.executable, script, _path(model, "model"), "-o", path] + _flags(options))
+        with open(path) as f:
+            return yaml.safe_load(f)
+
+
+def serve(config, model, out, **options):
+    """Serves a request stream on a model replica with `xpusim serve` (docs/serving.md); returns
+    summary.json as a dict (out/results.jsonl has a line per request). options are its flags:
+    serve(cfg, card, "serve-out", requests="reqs.jsonl", tp=2, slo_ttft="500ms", runtime="vllm")."""
+    _command([_cli(), "serve", "-q", "--config", _path(config, "config"), "--model", _path(model, "model"),
+              "--out", _path(out, "out")] + _flags(options))
+    with open(os.path.join(os.fspath(out), "summary.json")) as f:
+        return json.load(f)
+
+
+def compare(runs, out=None):
+    """Puts runs side by side as `xpusim compare` does (each an output folder of run(out=...) or its
+    report.json); returns a row per run (compare.csv: time, throughput, energy, ratios to the
+    first, bound, the energy's shares) as a pandas DataFrame when pandas is installed, else dicts.
+    out: a folder for compare.md and compare.csv."""
+    if isinstance(runs, (str, os.PathLike)) or len(runs) < 2:
+        raise TypeError("compare() needs a list of two or more runs")
+    import csv
+    with tempfile.TemporaryDirectory(prefix="xpusim-") as tmp:
+        folder = _path(out, "out") if out is not None else tmp
+        _command([_cli(), "compare", "-q", *[_path(r, "a run") for r in runs], "--out", folder])
+        with open(os.path.join(folder, "compare.csv")) as f:
+            rows = [{k: _typed(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    return _frame(rows)
+
+
+def _typed(v):
+    """A CSV or sweep cell as the number it spells, else as it is."""
+    if not isinstance(v, str):
+        return v
+    try:
+        x = float(v)
+    except ValueError:
+        return v
+    if not math.isfinite(x):
+        return v
+    return int(x) if x.is_integer() and "." not in v and "e" not in v.lower() else x
+
+
+def _frame(rows):
+    try:
+        import pandas
+    except ImportError:
+        return rows
+    return pandas.DataFrame(rows)
+
+
 def _cli():
-    """The xpusim binary built beside this package (build/xpusim), or XPUSIM_BIN."""
-    path = os.environ.get("XPUSIM_BIN") or os.path.join(_HERE, "..", "..", "xpusim")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no xpusim binary at {path} (set XPUSIM_BIN)")
-    return path
+    """The xpusim binary: XPUSIM_BIN, else the one built beside this package (build/xpusim), else
+    the one installed with it (PREFIX/bin/xpusim for PREFIX/lib/python3.X/dist-packages/xpusim),
+    else the PATH's."""
+    import shutil
+    env = os.environ.get("XPUSIM_BIN")
+    if env:
+        if not os.path.exists(env):
+            raise FileNotFoundError(f"XPUSIM_BIN={env}: no such file")
+        return env
+    for path in (os.path.join(_HERE, "..", "..", "xpusim"), os.path.join(_HERE, "..", "..", "..", "..", "bin", "xpusim")):
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return os.path.normpath(path)
+    found = shutil.which("xpusim")
+    if not found:
+        raise FileNotFoundError("no xpusim binary beside the package, installed with it or on the PATH (set XPUSIM_BIN)")
+    return found
 
 
 def sweep(spec, out=None, jobs=None, resume=False):
@@ -115,11 +245,21 @@ def sweep(spec, out=None, jobs=None, resume=False):
         if r.returncode != 0:
             lines = [l for l in r.stderr.splitlines() if l.startswith("error: ")]
             raise Error(lines[0][len("error: "):] if lines else r.stderr.strip())
-        folder = os.fspath(out) if out is not None else os.path.join("sweep-out", yaml.safe_load(open(path)).get("name", ""))
+        if out is not None:
+            folder = os.fspath(out)
+        else:  # the CLI's default: sweep-out/<the spec's name, else its file's stem>
+            with open(path) as f:
+                name = (yaml.safe_load(f) or {}).get("name")
+            folder = os.path.join("sweep-out", str(name) if name else os.path.splitext(os.path.basename(path))[0])
         with open(os.path.join(folder, "results.jsonl")) as f:
             rows = [json.loads(line) for line in f if line.strip()]
-    try:
-        import pandas
-    except ImportError:
-        return rows
-    return pandas.DataFrame(rows)
+    # An axis's values are written as the spec spells them (sm.count "66"): columns whose every
+    # value is a number become numbers, so that a sort or a pivot orders 66, 100, 132.
+    text = {"id", "status", "error", "config", "model", "trace", "chip", "bound", "out"}
+    for col in {k for r in rows for k in r} - text:
+        vals = [r[col] for r in rows if r.get(col) not in (None, "")]
+        if vals and all(isinstance(_typed(v), (int, float)) for v in vals):
+            for r in rows:
+                if r.get(col) not in (None, ""):
+                    r[col] = _typed(r[col])
+    return _frame(rows)

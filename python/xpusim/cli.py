@@ -64,17 +64,21 @@ def clock_text(seconds):
 
 
 class Progress:
-    """What a run says while it simulates step shapes, on standard error: on a terminal one line
-    that updates (shapes done, time spent, an estimate of the time left), elsewhere a line as the
-    simulations start and one as they end; with -q nothing, with -v a line per shape as well."""
+    """What a run says while it simulates step shapes, on standard error. A serving run finds the
+    shapes it needs as its scheduler reaches them, a few at a time, so on a terminal one line
+    counts them as they go (done, found so far, time spent, and the time the current batch has
+    left); elsewhere (a log, a sweep) one line at the end says how many took how long. -q: nothing;
+    -v: a line per shape as well."""
 
     def __init__(self, verbosity=0, stream=None):
         self.verbosity = verbosity
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.lock = threading.Lock()
-        self.total = self.done_count = 0
-        self.t0 = 0.0
+        self.found = self.done_count = 0
+        self.spent = 0.0  # seconds of simulation batches before the current one
+        self.t0 = self.batch_t0 = 0.0
+        self.batch = self.batch_done = 0
 
     def say(self, text, end="\n"):
         if self.verbosity >= 0:
@@ -82,23 +86,34 @@ class Progress:
             self.stream.flush()
 
     def start(self, total, jobs):
-        self.total, self.done_count, self.t0 = total, 0, time.monotonic()
-        self.say(f"simulating {total} step shape{'s' if total != 1 else ''}, {min(jobs, total)} at a time",
-                 end="" if self.tty and self.verbosity == 0 else "\n")
+        self.batch, self.batch_done, self.batch_t0 = total, 0, time.monotonic()
+        self.found += total
+        self.line()
+
+    def line(self):
+        if self.tty and self.verbosity == 0:
+            now = time.monotonic()
+            elapsed = self.spent + now - self.batch_t0
+            left = (now - self.batch_t0) / self.batch_done * (self.batch - self.batch_done) if self.batch_done else None
+            self.say(f"\rsimulating step shapes: {self.done_count} of {self.found} found so far done, "
+                     f"{clock_text(elapsed)}" + (f", this batch about {clock_text(left)} more" if left is not None else "") +
+                     "\x1b[K", end="")
 
     def done(self, label, seconds):
         with self.lock:
             self.done_count += 1
-            elapsed = time.monotonic() - self.t0
-            left = elapsed / self.done_count * (self.total - self.done_count)
+            self.batch_done += 1
             if self.verbosity > 0:
-                self.say(f"  {label}: {seconds:.1f} s ({self.done_count} of {self.total})")
-            elif self.tty:
-                self.say(f"\rsimulating step shapes: {self.done_count} of {self.total} done, "
-                         f"{clock_text(elapsed)} so far, about {clock_text(left)} left\x1b[K", end="")
+                self.say(f"  {label}: {seconds:.1f} s ({self.done_count} of {self.found})")
+            self.line()
 
     def end(self):
-        elapsed = time.monotonic() - self.t0
+        self.spent += time.monotonic() - self.batch_t0
+
+    def close(self):
+        """The run's last word on its simulations (nothing when it needed none)."""
+        if not self.found:
+            return
         if self.tty and self.verbosity == 0:
             self.say("\r\x1b[K", end="")
-        self.say(f"simulated {self.total} step shape{'s' if self.total != 1 else ''} in {clock_text(elapsed)}")
+        self.say(f"simulated {self.found} step shape{'s' if self.found != 1 else ''} in {clock_text(self.spent)}")

@@ -2,6 +2,7 @@
 round-trips through its JSON Schema. Run by ctest (python.api) with build/python on the path."""
 import json
 import os
+import subprocess
 
 import jsonschema
 import pytest
@@ -53,7 +54,9 @@ def test_sweep_returns_rows(tmp_path):
             "axes": {"sm.count": [66, 132]}}
     rows = xpusim.sweep(spec, out=tmp_path / "sweep", jobs=2)
     records = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
-    assert sorted(int(r["sm.count"]) for r in records) == [66, 132]
+    # An axis's column holds numbers (a sort orders 66 before 132, not "132" before "66").
+    assert sorted(r["sm.count"] for r in records) == [66, 132]
+    assert all(type(r["sm.count"]) is int for r in records)
     assert all(r["status"] == "ok" for r in records)
     with pytest.raises(xpusim.Error, match="unknown key"):
         xpusim.sweep({**spec, "axis": {}}, out=tmp_path / "bad")
@@ -76,3 +79,48 @@ def test_execution_traces_by_path_and_their_errors():
     assert xpusim.check(H100, os.path.join(imported, "llama-3-8b-prefill-2layers.0.et")) is None  # it lowers
     with pytest.raises(xpusim.Error, match=r"the message after node 2 'aten::mm' is 85 bytes long but the file ends"):
         xpusim.run(H100, os.path.join(ROOT, "tests", "data", "bad", "trace-chakra-truncated.0.et"))
+
+
+def test_version_is_the_binarys():
+    out = subprocess.run([xpusim._cli(), "--version"], capture_output=True, text=True).stdout
+    assert xpusim.__version__ and out.startswith(f"xpusim {xpusim.__version__} ")
+
+
+def test_reports_in_a_folder_and_runs_compared(tmp_path):
+    a = xpusim.run(H100, GEMM, set={"power.mode": "fixed_clock"}, out=tmp_path / "h100")
+    assert {"report.json", "report.html", "summary.md", "timeline.json"} <= set(os.listdir(tmp_path / "h100"))
+    assert a == json.load(open(tmp_path / "h100" / "report.json"))
+    xpusim.run(H100, GEMM, set={"power.mode": "fixed_clock", "sm.count": 66}, out=tmp_path / "half")
+    rows = xpusim.compare([tmp_path / "h100", tmp_path / "half"], out=tmp_path / "cmp")
+    rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    assert [r["run"] for r in rows] == ["h100", "half"] and rows[0]["time_ratio"] == 1
+    assert rows[1]["time_ratio"] > 1.5 and rows[1]["time_s"] == pytest.approx(a["total"]["time_s"] * rows[1]["time_ratio"], rel=1e-4)
+    assert os.path.exists(tmp_path / "cmp" / "compare.md")
+    with pytest.raises(xpusim.Error, match=r"sm\.cout.*did you mean 'sm\.count'"):
+        xpusim.run(H100, GEMM, set={"sm.cout": 1}, out=tmp_path / "bad")
+    with pytest.raises(xpusim.Error, match="no report"):
+        xpusim.compare([tmp_path / "h100", tmp_path / "none"])
+    with pytest.raises(TypeError, match="tolerance must be a number"):
+        xpusim.run(H100, GEMM, tolerance="1%")
+
+
+def test_a_generated_trace_runs_and_a_served_stream_fits_its_schema(tmp_path):
+    card = os.path.join(ROOT, "configs", "models", "llama-3-8b.yaml")
+    t = xpusim.trace(card, phase="decode", batch=4, context=512, layers=1)
+    assert t["xpusim_trace"] == 1 and any(o.get("name") == "lm_head" for o in t["ops"])
+    assert xpusim.run(H100, t)["total"]["time_s"] > 0
+    with pytest.raises(xpusim.Error, match=r"--phase decod: not one of .*did you mean decode"):
+        xpusim.trace(card, phase="decod")
+    s = xpusim.serve(H100, card, tmp_path / "serve", rate=4, duration=1, prompt_len=64, output_len=4, max_context=256,
+                     bucket_ratio=8, slo_ttft="1s")
+    with open(os.path.join(ROOT, "docs", "schemas", "serve-summary.schema.json")) as f:
+        schema = json.load(f)
+    jsonschema.validate(s, schema, cls=jsonschema.Draft202012Validator)
+    for defect in ({"goodput_rps": -1.0}, {"steps": {"decode": 3}}, {"extra": 1}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**s, **defect}, schema, cls=jsonschema.Draft202012Validator)
+    assert s["finished"] == s["requests"] > 0 and s["goodput_rps"] is not None
+    with pytest.raises(xpusim.Error, match="summary.json exists: give --overwrite"):
+        xpusim.serve(H100, card, tmp_path / "serve", rate=4, duration=1)
+    with pytest.raises(xpusim.Error, match="unknown option --rat .did you mean --rate"):
+        xpusim.serve(H100, card, tmp_path / "serve2", rat=4)

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""`cmake --install` of a build (docs/python.md): the binary lands in PREFIX/bin and the package
+in PREFIX/<site folder>/xpusim, and from any folder, with that site folder as the only addition
+to Python's path, `import xpusim` finds its native part and the installed binary and simulates.
+Installs into a temporary prefix (the default /usr/local is where Debian's python3 looks
+without PYTHONPATH).
+
+  install_test.py CMAKE BUILD_DIR PYTHON SITE_SUBDIR
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main():
+    cmake, build, python, site = sys.argv[1:5]
+    prefix = tempfile.mkdtemp(prefix="xpusim-install-")
+    try:
+        subprocess.run([cmake, "--install", build, "--prefix", prefix], check=True, stdout=subprocess.DEVNULL)
+        binary = os.path.join(prefix, "bin", "xpusim")
+        version = subprocess.run([binary, "--version"], check=True, capture_output=True, text=True).stdout
+        assert version.startswith("xpusim "), version
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.path.join(prefix, site), "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE": "1"}
+        code = ("import os, xpusim\n"
+                f"assert xpusim._cli() == {binary!r}, xpusim._cli()\n"
+                f"assert os.path.dirname(xpusim.__file__) == {os.path.join(prefix, site, 'xpusim')!r}\n"
+                f"r = xpusim.run({os.path.join(ROOT, 'configs', 'h100-sxm.yaml')!r}, "
+                f"{os.path.join(ROOT, 'tests', 'data', 'gemm-2k.yaml')!r}, out='out')\n"
+                "assert r['total']['time_s'] > 0 and os.path.exists('out/report.html')\n"
+                "print('installed', xpusim.__version__)\n")
+        work = os.path.join(prefix, "work")
+        os.makedirs(work)
+        p = subprocess.run([python, "-c", code], cwd=work, env=env, capture_output=True, text=True)
+        print(p.stdout + p.stderr, end="")
+        return p.returncode
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
