@@ -55,6 +55,15 @@ void check(const std::string& config, const std::string& trace, const std::vecto
   }
 }
 
+// The config's resolved values as text, by dotted key (what `xpusim describe --config` prints,
+// without the comments that say where each came from).
+py::dict resolved(const std::string& config, const std::vector<std::string>& set) {
+  const config::LoadedConfig cfg = config::load_config(config, set);
+  py::dict out;
+  for (const auto& e : cfg.entries) out[py::str(e.spec->key)] = e.text;
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_xpusim, m) {
@@ -68,6 +77,8 @@ PYBIND11_MODULE(_xpusim, m) {
   m.attr("source_dir") = XPUSIM_SOURCE_DIR;
   m.def("run", &run, py::arg("config"), py::arg("trace"), py::arg("set"), py::arg("trace_set"), py::arg("fidelity"),
         py::arg("tolerance"), "Simulates; returns report.json's text");
+  m.def("resolved", &resolved, py::arg("config"), py::arg("set"),
+        "The config's resolved values as text, by dotted key (`xpusim describe --config` without the sources)");
   m.def("check", &check, py::arg("config"), py::arg("trace"), py::arg("set"), py::arg("trace_set"),
         "Loads and checks a config and/or a trace (with both, that every op lowers onto the chip)");
 }

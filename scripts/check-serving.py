@@ -20,7 +20,6 @@ under 8192; else 1024).
 """
 import argparse
 import csv
-import importlib.util
 import json
 import math
 import os
@@ -46,9 +45,9 @@ def bench_limits(kv_requests, isl, osl):
 
 
 def load_serve():
-    spec = importlib.util.spec_from_file_location("xpusim_serve", SERVE)
-    serve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(serve)
+    """xpusim.serve from the source tree (python/)."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import xpusim.serve as serve
     return serve
 
 

@@ -13,16 +13,28 @@ import json
 import math
 import os
 import subprocess
-import sys
 import tempfile
 
 import yaml
 
-from ._xpusim import Error
-from . import _xpusim
+try:
+    from . import _xpusim
+    from ._xpusim import Error
+except ImportError:  # the source tree's python/ folder: its pure-Python modules (serving, workloads) work
+    _xpusim = None   # without the native part, which run() and check() need
+
+    class Error(ValueError):
+        """Bad input: the message names the file, line, column and key."""
 
 __all__ = ["Error", "run", "check", "trace", "serve", "compare", "sweep", "__version__"]
-__version__ = _xpusim.__version__
+__version__ = _xpusim.__version__ if _xpusim else "unknown (the native part is not built here)"
+
+
+def _native():
+    if _xpusim is None:
+        raise ImportError(f"xpusim's native part is not beside {_HERE}: build the project (scripts/build.sh) and put "
+                          "build/python on PYTHONPATH, or install it (cmake --install build)")
+    return _xpusim
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -82,7 +94,7 @@ def run(config, trace, set=None, trace_set=None, fidelity="fast", tolerance=0.01
         c, t = inputs.path(config, "config"), inputs.path(trace, "trace")
         sets, trace_sets = _assignments(set, "set"), _assignments(trace_set, "trace_set")
         if out is None:
-            text = _xpusim.run(c, t, sets, trace_sets, fidelity, tolerance)
+            text = _native().run(c, t, sets, trace_sets, fidelity, tolerance)
             return json.loads(text)
         cmd = [_cli(), "run", "-q", "--config", c, "--trace", t, "--out", _path(out, "out"), "--fidelity", str(fidelity),
                "--tolerance", repr(tolerance)]
@@ -98,7 +110,7 @@ def check(config=None, trace=None, set=None, trace_set=None):
     if config is None and trace is None:
         raise TypeError("check() needs a config, a trace or both")
     with _Inputs() as inputs:
-        _xpusim.check(inputs.path(config, "config"), inputs.path(trace, "trace"), _assignments(set, "set"),
+        _native().check(inputs.path(config, "config"), inputs.path(trace, "trace"), _assignments(set, "set"),
                       _assignments(trace_set, "trace_set"))
 
 
@@ -148,17 +160,21 @@ def _flags(options):
 
 
 def trace(model, out=None, **options):
-    """Generates an LLM trace from a model card with scripts/xpusim-trace.py (docs/workloads.md);
-    returns it as a dict, which run() takes as it is. options are the generator's flags:
-    trace("configs/models/llama-3-8b.yaml", phase="decode", batch=8, context=1024, tp=2).
-    out: the trace's YAML file (default: none kept)."""
-    script = os.path.join(_xpusim.source_dir, "scripts", "xpusim-trace.py")
-    import yaml
-    with tempfile.TemporaryDirectory(prefix="xpusim-") as tmp:
-        path = _path(out, "out") if out is not None else os.path.join(tmp, "trace.yaml")
-        _command([sys.executable, script, _path(model, "model"), "-o", path] + _flags(options))
-        with open(path) as f:
-            return yaml.safe_load(f)
+    """Generates an LLM trace from a model card (xpusim.workloads, which scripts/xpusim-trace.py
+    wraps; docs/workloads.md); returns it as a dict, which run() takes as it is. options are the
+    generator's flags: trace("configs/models/llama-3-8b.yaml", phase="decode", batch=8,
+    context=1024, tp=2). out: a file to write it to as well (YAML, or JSON Lines for .jsonl)."""
+    from . import cli, workloads
+    argv = [_path(model, "model")] + _flags(options)
+    try:
+        t = workloads.generate(argv)
+    except (workloads.WorkloadError, cli.UsageError) as e:
+        raise Error(str(e)) from None
+    if out is not None:
+        text = workloads.dump_jsonl(t) if os.fspath(out).endswith(".jsonl") else workloads.dump(t)
+        with open(_path(out, "out"), "w") as f:
+            f.write(text)
+    return t
 
 
 def serve(config, model, out, **options):

@@ -14,9 +14,16 @@ import time
 TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}  # per second
 
 
+class UsageError(ValueError):
+    """A flag or value a parser could not take (raise_usage parsers raise it instead of exiting)."""
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, whose errors are one line: the flag or value it could not take, what it may have
-    meant, and where the options are listed."""
+    meant, and where the options are listed (exit 2); with raise_usage set, a UsageError with
+    that line instead (for callers in process, such as the Python API)."""
+
+    raise_usage = False
 
     def error(self, message):
         hint = ""
@@ -34,6 +41,8 @@ class Parser(argparse.ArgumentParser):
             near = difflib.get_close_matches(m.group(2), choices, n=1, cutoff=0.5)
             message = f"{m.group(1)} {m.group(2)}: not one of {', '.join(choices)}"
             hint = f" (did you mean {near[0]}?)" if near else ""
+        if self.raise_usage:
+            raise UsageError(f"{message}{hint}")
         self.exit(2, f"error: {self.prog}: {message}{hint}; see `{self.prog} --help`\n")
 
 

@@ -11,44 +11,37 @@ runtime, each value cited or measured, and this module applies them:
     rt.graph_batch(13)                              # 16: the captured size a 13-sequence decode pads to
     rt.step_host_s(decode=13, prefill_seqs=0, prefill_tokens=0)   # host seconds the GPU waits for
 
-Both `xpusim serve` (scripts/xpusim-serve.py) and the trace generator (scripts/xpusim-trace.py
---runtime) use it, so a step costs the same whichever way it is run. This file depends on PyYAML
-only: the scripts load it by path, without the compiled module. Errors name the file, line,
-column and key (RuntimeProfileError, a ValueError).
+Both `xpusim serve` (xpusim.serve) and the trace generator (xpusim.workloads, --runtime) use it,
+so a step costs the same whichever way it is run. It needs PyYAML only, not the package's
+native part. Errors name the file, line, column and key (RuntimeProfileError, a ValueError).
 """
 import bisect
-import importlib.util
 import os
 import re
 
 import yaml
 
+from . import sampler
 
-def _sibling(name):
-    """python/xpusim/NAME.py beside this file, by path: this file is itself loaded by path, outside
-    the package, by the scripts."""
-    spec = importlib.util.spec_from_file_location("xpusim_" + name,
-                                                  os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-sampler = _sibling("sampler")
 SAMPLERS = list(sampler.SAMPLERS)
 SAMPLER_HELP = sampler.describe()
 
 
 def _profiles_dir():
     """configs/runtimes of the checkout this file is in (python/xpusim/, or its copy in
-    build/python/xpusim/): the nearest folder above that has one."""
+    build/python/xpusim/): the nearest folder above that has one; installed (cmake --install),
+    the source tree's the package was built from."""
     d = os.path.dirname(os.path.abspath(__file__))
     for _ in range(5):
         d = os.path.dirname(d)
         if os.path.isdir(os.path.join(d, "configs", "runtimes")):
             return os.path.join(d, "configs", "runtimes")
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs",
-                        "runtimes")
+    try:
+        from . import _xpusim
+        return os.path.join(_xpusim.source_dir, "configs", "runtimes")
+    except ImportError:
+        return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs",
+                            "runtimes")
 
 
 PROFILES = _profiles_dir()

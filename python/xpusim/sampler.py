@@ -7,7 +7,7 @@ its name. Paths whose kernels come from a runtime's source name that source; the
 totals on an H100 are in docs/validation/measured/h100-sxm-2026-11-27/ (`sampler-v0.csv`),
 which set no parameter here.
 
-Needs nothing beyond the standard library: scripts load it by path."""
+Needs nothing beyond the standard library."""
 
 
 def _ew(name, B, V, dtype="fp32", out=None, inputs=1, **extra):

@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -540,16 +541,21 @@ void route_systemc_reports() {
   });
 }
 
-// The serving simulation is a Python driver of this binary (docs/serving.md): run it in this
-// process's place, telling it where the binary is. Returns only when it cannot be started.
+// The serving simulation is a Python package (python/xpusim/serve/, docs/serving.md): run it in
+// this process's place as `python3 -m xpusim.serve`, the source tree's package first on the path,
+// telling it where this binary is (its build's native part lies beside it, in python/, and the
+// package simulates in process through that where it is there). Returns only when it cannot start.
 int cmd_serve(const std::vector<std::string>& rest) {
-  const std::string script = std::string(XPUSIM_SOURCE_DIR) + "/scripts/xpusim-serve.py";
-  if (!std::filesystem::exists(script))
-    throw UserError("xpusim serve runs " + script + ", which is not there (it comes with the source tree xpusim was "
-                    "built from)");
+  const std::string package = std::string(XPUSIM_SOURCE_DIR) + "/python";
+  if (!std::filesystem::exists(package + "/xpusim/serve/__main__.py"))
+    throw UserError("xpusim serve runs the package in " + package + ", which is not there (it comes with the source "
+                    "tree xpusim was built from)");
+  const char* old = std::getenv("PYTHONPATH");
+  const std::string path = package + (old && *old ? ":" + std::string(old) : "");
+  setenv("PYTHONPATH", path.c_str(), 1);
   std::vector<char> self(4096, '\0');
   const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
-  std::vector<std::string> args = {"python3", script};
+  std::vector<std::string> args = {"python3", "-m", "xpusim.serve"};
   if (n > 0) args.insert(args.end(), {"--xpusim", std::string(self.data(), static_cast<size_t>(n))});
   args.insert(args.end(), rest.begin(), rest.end());
   std::vector<char*> argv;

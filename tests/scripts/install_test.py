@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`cmake --install` of a build (docs/python.md): the binary lands in PREFIX/bin and the package
 in PREFIX/<site folder>/xpusim, and from any folder, with that site folder as the only addition
-to Python's path, `import xpusim` finds its native part and the installed binary and simulates.
+to Python's path, `import xpusim` finds its native part and the installed binary and simulates, and its serving
+and trace-generator modules run.
 Installs into a temporary prefix (the default /usr/local is where Debian's python3 looks
 without PYTHONPATH).
 
@@ -36,7 +37,15 @@ def main():
         os.makedirs(work)
         p = subprocess.run([python, "-c", code], cwd=work, env=env, capture_output=True, text=True)
         print(p.stdout + p.stderr, end="")
-        return p.returncode
+        if p.returncode:
+            return p.returncode
+        # The installed package's serving and trace generator as modules, as `xpusim serve` runs them.
+        for module in ("xpusim.serve", "xpusim.workloads"):
+            h = subprocess.run([python, "-m", module, "--help"], cwd=work, env=env, capture_output=True, text=True)
+            if h.returncode or "usage:" not in h.stdout:
+                print(f"python3 -m {module} --help: exit {h.returncode}\n{h.stderr}")
+                return 1
+        return 0
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
 

@@ -5,8 +5,6 @@ with its file, line and key (by the module, xpusim-trace.py and xpusim-serve.py)
 step with a runtime costs exactly its kernels plus the profile's host work on the engine, and a
 served stream adds exactly the profile's per-step and per-request costs. Run by ctest
 (scripts.runtime) with the xpusim binary."""
-import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,15 +19,11 @@ SERVE = os.path.join(ROOT, "scripts", "xpusim-serve.py")
 ENV = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
 
 
-def load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, os.path.join(ROOT, "python"))  # the source tree's package, as the scripts run it
+from xpusim import runtime  # noqa: E402
+import xpusim.serve as serve  # noqa: E402
 
-
-runtime = load("xpusim_runtime_test", os.path.join(ROOT, "python", "xpusim", "runtime.py"))
-serve = load("xpusim_serve_rt", SERVE)
+serve.engine.BINARY = XPUSIM
 
 GOOD = """xpusim_runtime: 1
 name: test

@@ -4,7 +4,6 @@ law, no request lost or counted twice, throughput within the step-time bound, a 
 preempting rather than overflowing, static against continuous batching), bad inputs, and one
 small run end to end on the engine. Run by ctest (scripts.serve) with the xpusim binary."""
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -17,9 +16,10 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XPUSIM = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(ROOT, "build", "xpusim")
 SCRIPT = os.path.join(ROOT, "scripts", "xpusim-serve.py")
-spec = importlib.util.spec_from_file_location("xpusim_serve", SCRIPT)
-serve = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(serve)
+sys.path.insert(0, os.path.join(ROOT, "python"))  # the source tree's package, as the script and `xpusim serve` run it
+import xpusim.serve as serve  # noqa: E402
+
+serve.engine.BINARY = XPUSIM  # and the engine beside it (its build's native part), as --xpusim gives it
 
 
 class AnalyticSteps:
@@ -187,14 +187,15 @@ class Scheduler(unittest.TestCase):
 def run_cluster(a, blocks=100000, link=(50e9, 5e-6)):
     reqs = serve.generate_requests(a, 4096)
     steps = AnalyticSteps()
-    saved = serve.kv_link, serve.stage_path
-    serve.kv_link = lambda _a, _path: link  # the config's NVLink, without the binary
-    serve.stage_path = lambda _a: "nvlink"
+    where = serve.cluster  # the module Cluster looks its links up in
+    saved = where.kv_link, where.stage_path
+    where.kv_link = lambda _a, _path: link  # the config's NVLink, without the engine
+    where.stage_path = lambda _a: "nvlink"
     try:
         cluster = serve.Cluster(a, Replica(blocks), steps)
         finished = cluster.run(reqs)
     finally:
-        serve.kv_link, serve.stage_path = saved
+        where.kv_link, where.stage_path = saved
     rows, s = serve.summarise(a, reqs, finished, cluster, Replica(blocks), steps)
     return reqs, cluster, rows, s
 
@@ -228,12 +229,13 @@ class Replicas(unittest.TestCase):
     def test_a_pipeline_does_not_speed_up_one_request(self):
         reqs = [{"id": "a", "arrival": 0.0, "prompt_tokens": 500, "output_tokens": 100}]
         one = serve.Cluster(args(), Replica(100000), AnalyticSteps())
-        saved = serve.kv_link, serve.stage_path
-        serve.kv_link, serve.stage_path = (lambda _a, _p: (50e9, 5e-6)), (lambda _a: "nvlink")
+        where = serve.cluster
+        saved = where.kv_link, where.stage_path
+        where.kv_link, where.stage_path = (lambda _a, _p: (50e9, 5e-6)), (lambda _a: "nvlink")
         try:
             two = serve.Cluster(args(pp=2), Replica(100000), AnalyticSteps())
         finally:
-            serve.kv_link, serve.stage_path = saved
+            where.kv_link, where.stage_path = saved
         r1, = one.run(reqs)
         r2, = two.run(reqs)
         # Alone, a request's steps cross both stages one after the other, plus a hand-off each.
@@ -397,11 +399,10 @@ class RateSweep(unittest.TestCase):
 
 
 class StepCacheFile(unittest.TestCase):
-    """The step cache is keyed by content (python/xpusim/step_cache.py) and its file is checked."""
+    """The step cache is keyed by content (python/xpusim/serve/step_cache.py) and its file is checked."""
 
     def fingerprint(self, config, model, sets=()):
-        serve.XPUSIM = XPUSIM
-        serve.describe.cache_clear()
+        serve.engine.resolved.cache_clear()
         return serve.StepModel.content_fingerprint(argparse.Namespace(a=args(config=config, model=model, set=list(sets))))
 
     def test_an_edit_in_place_changes_the_key(self):

@@ -2,7 +2,7 @@
 energy, the latency breakdown), its files (results.jsonl, summary.json, summary.md) and the
 rate sweep's page (serve.html). scripts/xpusim-serve.py runs the stream and calls these; they
 read its Server and Cluster objects' figures and its parsed arguments, and need the standard
-library only (the scripts load this file by path, without the compiled module)."""
+library only."""
 import json
 import math
 import os

@@ -8,15 +8,16 @@ fingerprint of everything a step's time depends on that its key does not spell o
     as the energy table, that file's content; so an included config, an override or an edit in
     place all change it, and moving the files does not);
   - the model card's content;
-  - the engine (the xpusim binary's bytes), and the trace generator and serving script (their
-    sources).
+  - the engine (the bytes of the native part, or of the xpusim binary where steps run through
+    it), and the sources that make the steps (xpusim.workloads, xpusim.serve, the runtime
+    profiles' and samplers' modules).
 
 The rest of the key (phase, rows, lengths, formats, sampler, engine overrides) is readable text.
 Entries whose fingerprint differs are never used; they stay in the file for the runs they belong
 to. A file that is not a JSON object, or an entry that is not a list of finite, non-negative
 numbers, is an error naming the file (and the key): a cache is never silently rewritten.
 
-Needs nothing beyond the standard library: the serving script loads it by path."""
+Needs nothing beyond the standard library."""
 import hashlib
 import json
 import math

@@ -4,7 +4,7 @@ and the file's size bounded before anything is simulated. Errors are ServeError 
 line and field, or the flag; a request that could never fit one engine's KV cache is refused
 when the stream is read (as `--check` reads it), not when the scheduler meets it.
 
-Needs nothing beyond the standard library: the serving script loads it by path."""
+Needs nothing beyond the standard library."""
 import json
 import math
 import random
