@@ -133,18 +133,27 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
   auto rate = [](const Run& x, double tera) { return si(tera * 1e12, x.integer ? "OPS" : "FLOP/s"); };
   auto per_watt = [](const Run& x, double tera) { return si(tera * 1e12, x.integer ? "OPS/W" : "FLOPS/W"); };
   auto ratio = [](double v) { return v >= 0.01 && v < 1000 ? fmt("%.2fx", v) : fmt("%.3gx", v); };
+  auto num = [](double v) {
+    std::ostringstream o;
+    o << v;
+    return o.str();
+  };
   const std::vector<std::string> head = {"run", "chip", "trace", "GPUs", "time", "vs first", "throughput", "per GPU",
                                          "tokens", "energy", "vs first", "per token", "power", "efficiency", "on chip", "bound"};
   std::vector<std::vector<std::string>> rows;
+  // A run that took no simulated time (nothing ran) has no rates, and nothing is a ratio to it:
+  // "-" there (an empty field in the CSV), never 0x or a NaN.
   for (const Run& x : runs)
     rows.push_back({x.label, x.chip, x.trace, std::to_string(x.gpus), units::format(x.time, units::Dim::Time),
-                    ratio(base.time > 0 ? x.time / base.time : 0), rate(x, x.tflops), rate(x, x.tflops / x.gpus),
-                    x.tokens > 0 ? si(x.tokens / x.time, "tok/s") : "-",
+                    base.time > 0 && x.time > 0 ? ratio(x.time / base.time) : "-", x.time > 0 ? rate(x, x.tflops) : "-",
+                    x.time > 0 ? rate(x, x.tflops / x.gpus) : "-",
+                    x.tokens > 0 && x.time > 0 ? si(x.tokens / x.time, "tok/s") : "-",
                     x.has_energy ? units::format(x.energy, units::Dim::Energy) : "-",
-                    x.has_energy && base.has_energy && base.energy > 0 ? ratio(x.energy / base.energy) : "-",
+                    x.has_energy && base.has_energy && base.energy > 0 && x.energy > 0 ? ratio(x.energy / base.energy) : "-",
                     x.has_energy && x.tokens > 0 ? units::format(x.energy / x.tokens, units::Dim::Energy) : "-",
-                    x.has_energy ? units::format(x.energy / x.time, units::Dim::Power) : "-",
-                    x.has_energy ? per_watt(x, x.topsw) : "-", x.topsw_on_chip > 0 ? per_watt(x, x.topsw_on_chip) : "-", x.bound});
+                    x.has_energy && x.time > 0 ? units::format(x.energy / x.time, units::Dim::Power) : "-",
+                    x.has_energy && x.energy > 0 ? per_watt(x, x.topsw) : "-",
+                    x.topsw_on_chip > 0 ? per_watt(x, x.topsw_on_chip) : "-", x.bound});
   Comparison c;
   std::ostringstream t, md, csv;
   auto table = [&](const std::vector<std::string>& h, const std::vector<std::vector<std::string>>& body) {
@@ -200,6 +209,13 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
       t << "overrides of " << x.label << ": " << x.overrides << "\n";
       md << "- " << x.label << ": `" << x.overrides << "`\n";
     }
+  for (const Run& x : runs)
+    if (!(x.time > 0)) {
+      t << x.label << " took no simulated time (its trace ran nothing): no rates for it"
+        << (&x == &base ? ", and no ratios to it" : "") << "\n";
+      md << "\n" << x.label << " took no simulated time (its trace ran nothing): no rates for it"
+         << (&x == &base ? ", and no ratios to it" : "") << ".\n";
+    }
   t << "ratios are to the first run (" << base.label << "): time below 1.00x is faster, energy below 1.00x is less\n";
   md << "\nRatios are to the first run (" << base.label << ").\n";
   csv << "run,chip,trace,gpus,time_s,time_ratio,tflops,tflops_per_gpu,ops_unit,tokens_per_s,energy_j,energy_ratio,"
@@ -208,10 +224,11 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
   csv << ",overrides\n";
   for (const Run& x : runs) {
     csv << io::csv_field(x.label) << "," << io::csv_field(x.chip) << "," << io::csv_field(x.trace) << "," << x.gpus << ","
-        << x.time << "," << (base.time > 0 ? x.time / base.time : 0) << "," << x.tflops << "," << x.tflops / x.gpus << ","
-        << (x.integer ? "TOPS" : "TFLOP/s") << "," << (x.tokens > 0 ? x.tokens / x.time : 0) << ","
-        << (x.has_energy ? x.energy : 0) << "," << (x.has_energy && base.energy > 0 ? x.energy / base.energy : 0) << ","
-        << (x.has_energy && x.tokens > 0 ? x.energy / x.tokens : 0) << "," << (x.has_energy ? x.energy / x.time : 0) << ","
+        << x.time << "," << (base.time > 0 && x.time > 0 ? num(x.time / base.time) : "") << "," << x.tflops << "," << x.tflops / x.gpus
+        << "," << (x.integer ? "TOPS" : "TFLOP/s") << "," << (x.tokens > 0 && x.time > 0 ? x.tokens / x.time : 0) << ","
+        << (x.has_energy ? x.energy : 0) << "," << (x.has_energy && base.energy > 0 && x.energy > 0 ? num(x.energy / base.energy) : "")
+        << "," << (x.has_energy && x.tokens > 0 ? x.energy / x.tokens : 0) << ","
+        << (x.has_energy && x.time > 0 ? num(x.energy / x.time) : "") << ","
         << x.topsw << "," << x.topsw_on_chip << "," << io::csv_quoted(x.bound);
     for (const std::string& k : kClasses) {
       const auto it = x.classes.find(k);

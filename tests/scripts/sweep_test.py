@@ -248,6 +248,20 @@ class Sweep(unittest.TestCase):
         r = subprocess.run([XPUSIM, "compare", a], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("two or more runs", r.stderr)
+        # A run that took no simulated time: no rates for it and no ratios to it, never 0x or NaN.
+        trace = os.path.join(self.tmp, "nothing.yaml")
+        with open(trace, "w") as f:
+            f.write("xpusim_trace: 1\nname: nothing\nops:\n  - {name: d, kind: delay, duration: 0 s}\n")
+        zero = os.path.join(self.tmp, "zero-run")
+        subprocess.run([XPUSIM, "run", "-q", "-c", os.path.join(ROOT, "configs", "h100-sxm.yaml"), "-t", trace, "--out", zero],
+                       env=ENV, check=True)
+        for runs in ([zero, a], [a, zero]):
+            r = subprocess.run([XPUSIM, "compare", *runs, "-o", out], env=ENV, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotRegex(r.stdout, r"(?i)nan|\b0x\b|\binf")
+            self.assertIn("zero-run took no simulated time", r.stdout)
+            self.assertNotRegex(read(os.path.join(out, "compare.csv")), r"(?i)nan|inf")
         # A report.json with a string where a number belongs is bad input (exit 1), not an internal error.
         with open(os.path.join(a, "report.json")) as f:
             rep = json.load(f)

@@ -26,9 +26,10 @@ def native():
     """The native part, or None: looked for once, at first use (after --xpusim is known)."""
     if not _native:
         try:
-            from .. import _xpusim as found
+            from .. import _xpusim as found  # None where the package's own is not built (xpusim/__init__.py)
         except ImportError:
             found = None
+        if found is None:
             for so in sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(BINARY)), "python", "xpusim",
                                                     "_xpusim*.so"))):
                 spec = importlib.util.spec_from_file_location("xpusim._xpusim", so)
@@ -40,6 +41,15 @@ def native():
                     found = None
         _native.append(found)
     return _native[0]
+
+
+def _run(cmd):
+    """The binary's run of cmd; one that cannot start is an error naming it, not a traceback."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True,
+                              env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
+    except OSError as e:
+        fail(f"{cmd[0]}: cannot run it ({e.strerror}); build it, or pass --xpusim")
 
 
 def in_process():
@@ -61,7 +71,7 @@ def resolved(config, sets):
         except n.Error as e:
             fail(str(e))
     cmd = [BINARY, "describe", "-q", "--config", config] + sum((["--set", s] for s in sets), [])
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = _run(cmd)
     if p.returncode != 0:
         fail(f"{config}: {p.stderr.strip()}")
     out, path = {}, []
@@ -120,7 +130,7 @@ def simulate(config, trace, sets, what):
                 fail(f"xpusim failed on {what}: {e}")
         out = os.path.join(tmp, "out")
         cmd = [BINARY, "run", "-q", "-c", config, "-t", path, "--out", out] + sum((["--set", s] for s in sets), [])
-        p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
+        p = _run(cmd)
         if p.returncode != 0:
             fail(f"xpusim run failed on {what}:\n{p.stderr.strip()}")
         with open(os.path.join(out, "report.json")) as f:
