@@ -41,8 +41,12 @@ std::string run(const std::string& config, const std::string& trace, const std::
   opt.tolerance = tolerance;
   const config::LoadedConfig cfg = config::load_config(config, set);
   const trace::Trace t = load_trace(trace, trace_set);
-  py::gil_scoped_release unlocked;  // the child simulates; other Python threads may run meanwhile
-  return engine::simulate_isolated(cfg, t, opt);
+  // The fork with the interpreter lock held: no other Python thread is then inside a library
+  // call (a config load, a log line) whose locks the child would inherit held. The child
+  // simulates; other Python threads run while this one waits for its report.
+  const engine::IsolatedRun child = engine::start_isolated(cfg, t, opt);
+  py::gil_scoped_release unlocked;
+  return engine::finish_isolated(child);
 }
 
 void check(const std::string& config, const std::string& trace, const std::vector<std::string>& set,
@@ -72,8 +76,8 @@ PYBIND11_MODULE(_xpusim, m) {
   m.doc() = "xpusim's native part; use the xpusim package";
   py::register_exception<UserError>(m, "Error", PyExc_ValueError);
   m.attr("__version__") = kVersion;
-  // The source tree the module was built from: its scripts (the trace generator, the serving
-  // driver) are what xpusim.trace() and xpusim.serve() run, as the binary's `serve` does.
+  // The source tree the module was built from: its configs/runtimes/ and the serving package
+  // that `xpusim serve` (and so xpusim.serve()) runs.
   m.attr("source_dir") = XPUSIM_SOURCE_DIR;
   m.def("run", &run, py::arg("config"), py::arg("trace"), py::arg("set"), py::arg("trace_set"), py::arg("fidelity"),
         py::arg("tolerance"), "Simulates; returns report.json's text");

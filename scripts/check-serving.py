@@ -45,15 +45,15 @@ def bench_limits(kv_requests, isl, osl):
 
 
 def load_serve():
-    """xpusim.serve from the source tree (python/)."""
+    """xpusim.serving from the source tree (python/), its engine the --xpusim binary's build."""
     sys.path.insert(0, os.path.join(ROOT, "python"))
-    import xpusim.serve as serve
+    import xpusim.serving as serve
     return serve
 
 
 def replica_figures(serve, row):
     """Weights and KV bytes per token per GPU, and HBM per GPU, as xpusim-serve reckons them."""
-    a = argparse.Namespace(config=os.path.join(ROOT, row["config"]), set=row["sets"], tp=int(row["tp"]),
+    a = argparse.Namespace(config=os.path.join(ROOT, row["config"]), set=row["sets"], tp=int(row["tp"]), pp=1,
                            weights=row["weights"], kv=row["kv"], gpu_memory_utilization=0.95,
                            activation_reserve=0.0, kv_blocks=None, block_size=16)
     r = serve.Replica(a, serve.load_card(os.path.join(ROOT, row["model"])))
@@ -71,7 +71,7 @@ def main():
     rows = list(csv.DictReader(open(PUBLISHED)))
     pick = range(len(rows)) if a.rows is None else [int(x) for x in a.rows.split(",")]
     serve = load_serve()
-    serve.XPUSIM = a.xpusim
+    serve.engine.BINARY = a.xpusim
     out_rows = []
     for i in pick:
         row = rows[i]

@@ -11,7 +11,7 @@ runtime, each value cited or measured, and this module applies them:
     rt.graph_batch(13)                              # 16: the captured size a 13-sequence decode pads to
     rt.step_host_s(decode=13, prefill_seqs=0, prefill_tokens=0)   # host seconds the GPU waits for
 
-Both `xpusim serve` (xpusim.serve) and the trace generator (xpusim.workloads, --runtime) use it,
+Both `xpusim serve` (xpusim.serving) and the trace generator (xpusim.workloads, --runtime) use it,
 so a step costs the same whichever way it is run. It needs PyYAML only, not the package's
 native part. Errors name the file, line, column and key (RuntimeProfileError, a ValueError).
 """
@@ -37,11 +37,13 @@ def _profiles_dir():
         if os.path.isdir(os.path.join(d, "configs", "runtimes")):
             return os.path.join(d, "configs", "runtimes")
     try:
-        from . import _xpusim
-        return os.path.join(_xpusim.source_dir, "configs", "runtimes")
+        from . import _xpusim  # None where the package's native part is not built (xpusim/__init__.py)
     except ImportError:
-        return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs",
-                            "runtimes")
+        _xpusim = None
+    if _xpusim is not None:
+        return os.path.join(_xpusim.source_dir, "configs", "runtimes")
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs",
+                        "runtimes")
 
 
 PROFILES = _profiles_dir()

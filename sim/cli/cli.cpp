@@ -541,21 +541,24 @@ void route_systemc_reports() {
   });
 }
 
-// The serving simulation is a Python package (python/xpusim/serve/, docs/serving.md): run it in
-// this process's place as `python3 -m xpusim.serve`, the source tree's package first on the path,
+// The serving simulation is a Python package (python/xpusim/serving/, docs/serving.md): run it in
+// this process's place as `python3 -m xpusim.serving`, the source tree's package first on the path,
 // telling it where this binary is (its build's native part lies beside it, in python/, and the
 // package simulates in process through that where it is there). Returns only when it cannot start.
 int cmd_serve(const std::vector<std::string>& rest) {
   const std::string package = std::string(XPUSIM_SOURCE_DIR) + "/python";
-  if (!std::filesystem::exists(package + "/xpusim/serve/__main__.py"))
+  if (!std::filesystem::exists(package + "/xpusim/serving/__main__.py"))
     throw UserError("xpusim serve runs the package in " + package + ", which is not there (it comes with the source "
                     "tree xpusim was built from)");
   const char* old = std::getenv("PYTHONPATH");
   const std::string path = package + (old && *old ? ":" + std::string(old) : "");
   setenv("PYTHONPATH", path.c_str(), 1);
+  // `python3 -m` puts the current folder first on the path: a folder holding an xpusim/ package
+  // (build/python, say) would shadow the source tree's. Python 3.11 leaves it out under this.
+  setenv("PYTHONSAFEPATH", "1", 1);
   std::vector<char> self(4096, '\0');
   const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
-  std::vector<std::string> args = {"python3", "-m", "xpusim.serve"};
+  std::vector<std::string> args = {"python3", "-m", "xpusim.serving"};
   if (n > 0) args.insert(args.end(), {"--xpusim", std::string(self.data(), static_cast<size_t>(n))});
   args.insert(args.end(), rest.begin(), rest.end());
   std::vector<char*> argv;

@@ -478,6 +478,10 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
 }
 
 std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trace& t, const SimOptions& opt) {
+  return finish_isolated(start_isolated(cfg, t, opt));
+}
+
+IsolatedRun start_isolated(const config::LoadedConfig& cfg, const trace::Trace& t, const SimOptions& opt) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
   std::fflush(nullptr);
@@ -514,12 +518,16 @@ std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trac
     _exit(0);
   }
   close(fds[1]);
+  return {fds[0], static_cast<long>(pid)};
+}
+
+std::string finish_isolated(IsolatedRun run) {
   std::string data;
   char buf[65536];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) data.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
+  for (ssize_t n; (n = read(run.fd, buf, sizeof buf)) > 0;) data.append(buf, static_cast<size_t>(n));
+  close(run.fd);
   int wstatus = 0;
-  waitpid(pid, &wstatus, 0);
+  waitpid(static_cast<pid_t>(run.pid), &wstatus, 0);
   if (data.empty()) throw std::runtime_error("simulation child died without a result");
   const char status = data[0];
   data.erase(0, 1);

@@ -94,4 +94,16 @@ void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult&
 // back as a UserError here.
 std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trace& t, const SimOptions& opt = {});
 
+// simulate_isolated in two halves, for callers with threads: the fork (a caller holding a lock
+// that its other threads take, such as Python's interpreter lock, forks while no other thread
+// is inside a library call whose locks the child would inherit held), then the wait for the
+// report (which may run without that lock). The parent closes the pipe's write end before
+// start_isolated returns, so one child never keeps another's pipe open.
+struct IsolatedRun {
+  int fd = -1;    // the read end of the child's pipe
+  long pid = -1;  // the child
+};
+IsolatedRun start_isolated(const config::LoadedConfig& cfg, const trace::Trace& t, const SimOptions& opt = {});
+std::string finish_isolated(IsolatedRun run);
+
 }  // namespace xpusim::engine

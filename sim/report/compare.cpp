@@ -224,8 +224,10 @@ Comparison compare_runs(const std::vector<std::string>& paths) {
   csv << ",overrides\n";
   for (const Run& x : runs) {
     csv << io::csv_field(x.label) << "," << io::csv_field(x.chip) << "," << io::csv_field(x.trace) << "," << x.gpus << ","
-        << x.time << "," << (base.time > 0 && x.time > 0 ? num(x.time / base.time) : "") << "," << x.tflops << "," << x.tflops / x.gpus
-        << "," << (x.integer ? "TOPS" : "TFLOP/s") << "," << (x.tokens > 0 && x.time > 0 ? x.tokens / x.time : 0) << ","
+        << x.time << "," << (base.time > 0 && x.time > 0 ? num(x.time / base.time) : "") << ","
+        << (x.time > 0 ? num(x.tflops) : "") << "," << (x.time > 0 ? num(x.tflops / x.gpus) : "") << ","
+        << (x.integer ? "TOPS" : "TFLOP/s") << "," << (x.tokens > 0 && x.time > 0 ? num(x.tokens / x.time) : x.time > 0 ? "0" : "")
+        << ","
         << (x.has_energy ? x.energy : 0) << "," << (x.has_energy && base.energy > 0 && x.energy > 0 ? num(x.energy / base.energy) : "")
         << "," << (x.has_energy && x.tokens > 0 ? x.energy / x.tokens : 0) << ","
         << (x.has_energy && x.time > 0 ? num(x.energy / x.time) : "") << ","

@@ -1,5 +1,6 @@
 """The Python API (docs/python.md): run, check, sweep, errors as exceptions, and a report that
 round-trips through its JSON Schema. Run by ctest (python.api) with build/python on the path."""
+import importlib
 import json
 import os
 import subprocess
@@ -111,6 +112,12 @@ def test_a_generated_trace_runs_and_a_served_stream_fits_its_schema(tmp_path):
     assert xpusim.run(H100, t)["total"]["time_s"] > 0
     with pytest.raises(xpusim.Error, match=r"--phase decod: not one of .*did you mean decode"):
         xpusim.trace(card, phase="decod")
+    importlib.import_module("xpusim.serving")  # the serving package beside the function must not replace it
+    assert callable(xpusim.serve)
+    with pytest.raises(xpusim.Error, match="help is not an option"):
+        xpusim.trace(card, phase="decode", help=True)
+    with pytest.raises(xpusim.Error, match="unknown option --batc"):
+        xpusim.trace(card, phase="decode", batc=8)  # no abbreviations in process
     s = xpusim.serve(H100, card, tmp_path / "serve", rate=4, duration=1, prompt_len=64, output_len=4, max_context=256,
                      bucket_ratio=8, slo_ttft="1s")
     with open(os.path.join(ROOT, "docs", "schemas", "serve-summary.schema.json")) as f:

@@ -40,7 +40,7 @@ def main():
         if p.returncode:
             return p.returncode
         # The installed package's serving and trace generator as modules, as `xpusim serve` runs them.
-        for module in ("xpusim.serve", "xpusim.workloads"):
+        for module in ("xpusim.serving", "xpusim.workloads"):
             h = subprocess.run([python, "-m", module, "--help"], cwd=work, env=env, capture_output=True, text=True)
             if h.returncode or "usage:" not in h.stdout:
                 print(f"python3 -m {module} --help: exit {h.returncode}\n{h.stderr}")

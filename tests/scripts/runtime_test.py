@@ -21,7 +21,7 @@ ENV = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
 
 sys.path.insert(0, os.path.join(ROOT, "python"))  # the source tree's package, as the scripts run it
 from xpusim import runtime  # noqa: E402
-import xpusim.serve as serve  # noqa: E402
+import xpusim.serving as serve  # noqa: E402
 
 serve.engine.BINARY = XPUSIM
 

@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 XPUSIM = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(ROOT, "build", "xpusim")
 SCRIPT = os.path.join(ROOT, "scripts", "xpusim-serve.py")
 sys.path.insert(0, os.path.join(ROOT, "python"))  # the source tree's package, as the script and `xpusim serve` run it
-import xpusim.serve as serve  # noqa: E402
+import xpusim.serving as serve  # noqa: E402
 
 serve.engine.BINARY = XPUSIM  # and the engine beside it (its build's native part), as --xpusim gives it
 
@@ -399,7 +399,7 @@ class RateSweep(unittest.TestCase):
 
 
 class StepCacheFile(unittest.TestCase):
-    """The step cache is keyed by content (python/xpusim/serve/step_cache.py) and its file is checked."""
+    """The step cache is keyed by content (python/xpusim/serving/step_cache.py) and its file is checked."""
 
     def fingerprint(self, config, model, sets=()):
         serve.engine.resolved.cache_clear()

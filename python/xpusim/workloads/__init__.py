@@ -105,6 +105,9 @@ def generate(argv):
     or value the parser cannot take raises cli.UsageError, bad input WorkloadError."""
     ap = parser()
     ap.raise_usage = True
+    ap.allow_abbrev = False  # a caller's misspelt option is an error, not a guess
+    if any(x in ("-h", "--help") for x in argv):
+        raise CLI.UsageError("help is not an option here (the generator's --help lists its flags)")
     return _build(ap.parse_args(argv))
 
 

@@ -34,7 +34,7 @@ busy time, the cache's figures).
       --tp 4 --weights fp8 --kv fp8 --rate 2 --duration 60 --out serve-out
   xpusim serve ... --requests traces/serving/azure-conv-2023-2min.jsonl --scheduler chunked
 
-The package: `python3 -m xpusim.serve` (what `xpusim serve` runs; scripts/xpusim-serve.py
+The package: `python3 -m xpusim.serving` (what `xpusim serve` runs; scripts/xpusim-serve.py
 wraps it), stream (requests), replica (memory, links), engine (the engine in process, or the
 binary), step_model and step_cache (step times), scheduler and cluster (the serving loop), report
 (summary.json, summary.md, serve.html), command (the command line).

@@ -9,7 +9,7 @@ fingerprint of everything a step's time depends on that its key does not spell o
     place all change it, and moving the files does not);
   - the model card's content;
   - the engine (the bytes of the native part, or of the xpusim binary where steps run through
-    it), and the sources that make the steps (xpusim.workloads, xpusim.serve, the runtime
+    it), and the sources that make the steps (xpusim.workloads, xpusim.serving, the runtime
     profiles' and samplers' modules).
 
 The rest of the key (phase, rows, lengths, formats, sampler, engine overrides) is readable text.

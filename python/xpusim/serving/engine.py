@@ -68,8 +68,8 @@ def resolved(config, sets):
     if n:
         try:
             return dict(n.resolved(config, list(sets)))
-        except n.Error as e:
-            fail(str(e))
+        except (n.Error, RuntimeError) as e:
+            fail(f"{config}: {e}")
     cmd = [BINARY, "describe", "-q", "--config", config] + sum((["--set", s] for s in sets), [])
     p = _run(cmd)
     if p.returncode != 0:
@@ -126,7 +126,7 @@ def simulate(config, trace, sets, what):
         if n:
             try:
                 return json.loads(n.run(config, path, list(sets), [], "fast", 0.01))
-            except n.Error as e:
+            except (n.Error, RuntimeError) as e:  # bad input, a stalled simulation, a child that died
                 fail(f"xpusim failed on {what}: {e}")
         out = os.path.join(tmp, "out")
         cmd = [BINARY, "run", "-q", "-c", config, "-t", path, "--out", out] + sum((["--set", s] for s in sets), [])

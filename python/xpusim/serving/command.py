@@ -1,4 +1,4 @@
-"""`xpusim serve` (`python3 -m xpusim.serve`): the command line, checks before any work, and the
+"""`xpusim serve` (`python3 -m xpusim.serving`): the command line, checks before any work, and the
 runs it makes: one stream, a sweep of arrival rates, the bucketing check."""
 import argparse
 import math
