@@ -94,7 +94,7 @@ class Progress:
             self.stream.write(text + end)
             self.stream.flush()
 
-    def start(self, total, jobs):
+    def start(self, total):
         self.batch, self.batch_done, self.batch_t0 = total, 0, time.monotonic()
         self.found += total
         self.line()

@@ -101,11 +101,6 @@ def value(config, sets, key):
     return got[key]
 
 
-def fingerprint_text(config, sets):
-    """The resolved values as `key: value` lines, for a step cache's fingerprint."""
-    return "\n".join(f"{k}: {v}" for k, v in sorted(resolved(config, tuple(sets)).items()))
-
-
 def generate(argv):
     """A step's trace from the generator (xpusim.workloads), in process."""
     from .. import cli

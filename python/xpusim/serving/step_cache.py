@@ -3,10 +3,10 @@
 A cached step time is only as good as what it was simulated from, so every key starts with a
 fingerprint of everything a step's time depends on that its key does not spell out:
 
-  - the resolved hardware config (`xpusim describe --config` with the run's --set overrides: its
-    values, not the comments that say where each came from, and for a value naming a file, such
-    as the energy table, that file's content; so an included config, an override or an edit in
-    place all change it, and moving the files does not);
+  - the resolved hardware config with the run's --set overrides (serving.engine.resolved: its
+    values by key, and for a value naming a file, such as the energy table, that file's content;
+    so an included config, an override or an edit in place all change it, and moving the files
+    does not);
   - the model card's content;
   - the engine (the bytes of the native part, or of the xpusim binary where steps run through
     it), and the sources that make the steps (xpusim.workloads, xpusim.serving, the runtime
@@ -22,7 +22,6 @@ import hashlib
 import json
 import math
 import os
-import re
 
 
 class StepCacheError(ValueError):
@@ -35,25 +34,19 @@ def _file_digest(h, path):
             h.update(block)
 
 
-def fingerprint(resolved_config, model_path, engine_path, sources):
-    """A 16-hex-digit digest of the resolved config's text (`xpusim describe` output), the model
-    card's bytes, the engine binary's bytes and the generator's source files."""
+def fingerprint(resolved, model_path, engine_path, sources):
+    """A 16-hex-digit digest of the resolved config ({dotted key: value text}), the model card's
+    bytes, the engine's bytes and the source files that make the steps."""
     h = hashlib.sha256()
     values = []
-    for line in resolved_config.splitlines():
-        if line.lstrip().startswith("#"):
-            continue
-        # `describe` ends each value with where it came from: a file:line:column, <default> or
-        # the --set that gave it. That comment goes; a '#' inside a value stays.
-        line = re.sub(r"\s+#\s(?:<default>|--set \S+|\S+:\d+:\d+)$", "", line).rstrip()
-        # A value naming a file (the energy table: `describe` prints it as an absolute path)
-        # stands for the file's content, not its path.
-        m = re.match(r'^(\s*[\w.]+:\s*)"?([^"]+)"?$', line)
-        if m and os.path.isabs(m.group(2)) and os.path.isfile(m.group(2)):
+    for key, value in sorted(resolved.items()):
+        # A value naming a file (the energy table: resolved to an absolute path) stands for the
+        # file's content, not its path.
+        if os.path.isabs(value) and os.path.isfile(value):
             inner = hashlib.sha256()
-            _file_digest(inner, m.group(2))
-            line = m.group(1) + inner.hexdigest()
-        values.append(line)
+            _file_digest(inner, value)
+            value = inner.hexdigest()
+        values.append(f"{key}: {value}")
     h.update("\n".join(values).encode())
     for path in [model_path, engine_path] + list(sources):
         h.update(b"\0" + os.path.basename(path).encode() + b"\0")

@@ -77,7 +77,7 @@ class StepModel:
                          for f in os.listdir(d) if f.endswith(".py"))
         sources += [os.path.join(package, f) for f in ("runtime.py", "sampler.py")]
         try:
-            return STEPCACHE.fingerprint(engine.fingerprint_text(a.config, a.set), a.model, engine.engine_file(), sources)
+            return STEPCACHE.fingerprint(engine.resolved(a.config, tuple(a.set)), a.model, engine.engine_file(), sources)
         except OSError as e:
             fail(f"{e.filename}: cannot read it for the step cache's fingerprint: {e.strerror}")
 
@@ -154,7 +154,7 @@ class StepModel:
         if not todo:
             return
         progress = self.a.progress
-        progress.start(len(todo), self.jobs)
+        progress.start(len(todo))
 
         def one(p):
             t0 = time.monotonic()
