@@ -69,11 +69,11 @@ def resolved(config, sets):
         try:
             return dict(n.resolved(config, list(sets)))
         except (n.Error, RuntimeError) as e:
-            fail(f"{config}: {e}")
+            fail(str(e))  # the loader's message names the file, line and key
     cmd = [BINARY, "describe", "-q", "--config", config] + sum((["--set", s] for s in sets), [])
     p = _run(cmd)
     if p.returncode != 0:
-        fail(f"{config}: {p.stderr.strip()}")
+        fail(p.stderr.strip().removeprefix("error: "))  # it names the file, line and key
     out, path = {}, []
     for line in p.stdout.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
