@@ -38,8 +38,9 @@ void add_system_sections(Schema& s, Locate gpu) {
       .integer("gpus_per_domain", &SystemParams::gpus_per_domain, def("1"), between(1, 576),
                "GPUs in one NVLink domain, all reaching each other through its NVSwitch chips")
       .choice("detail", &SystemParams::detail, {"full", "representative"}, def("full"),
-              "full: every GPU's compute is simulated; representative: one GPU is simulated and the others "
-              "mirror it (needs every compute op on the same GPUs); collectives always run over every link")
+              "full: every GPU's compute is simulated; representative: one GPU of each set of GPUs that run the "
+              "same ops is simulated and the set's others mirror it (needs the compute ops' sets of GPUs apart or "
+              "equal); collectives always run over every link")
       .list("failed_links", &SystemParams::failed_links_text, def("[]"),
             "NVLink ports that are down, as \"gpu:link\" (e.g. [\"3:0\", \"3:1\"]); traffic uses the GPU's other links");
   section<NvlinkParams>(s, "nvlink", "Each GPU's NVLink ports (ganged: NCCL spreads a transfer over all of them)",

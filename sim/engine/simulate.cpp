@@ -218,6 +218,20 @@ Placement place(const config::LoadedConfig& cfg, const trace::Trace& t) {
   const config::GpuConfig& g = cfg.chip.gpu;
   const int gpus = g.system.gpus();
   const Topology topo = topology(g);
+  if (!t.memory_per_gpu.empty()) {
+    double sum = 0;
+    std::string parts;
+    for (const auto& [what, bytes] : t.memory_per_gpu) {
+      sum += bytes;
+      parts += (parts.empty() ? "" : ", ") + what + " " + units::format(bytes, units::Dim::Size);
+    }
+    if (sum > g.hbm.capacity_bytes)
+      throw UserError(t.memory_loc.str() + ": key 'memory_per_gpu': the workload needs " + units::format(sum, units::Dim::Size) +
+                      " on each GPU (" + parts + ") but a GPU of this chip has " +
+                      units::format(g.hbm.capacity_bytes, units::Dim::Size) +
+                      " of HBM (hbm.capacity): shard more (ZeRO, tensor or pipeline parallelism), recompute activations, or "
+                      "take smaller microbatches");
+  }
   std::set<int> used;
   for (const auto& op : t.ops) {
     std::vector<int> d = op.devices;
@@ -248,16 +262,25 @@ Placement place(const config::LoadedConfig& cfg, const trace::Trace& t) {
     p.devices.push_back(std::move(d));
   }
   if (g.system.detail == "representative") {
-    const std::vector<int>* first = nullptr;
+    // The compute ops' sets of GPUs must partition the GPUs they use (each GPU in one set: a
+    // pipeline stage's GPUs over every replica, say); one GPU of each set is simulated and the
+    // set's others mirror it.
+    std::map<int, size_t> set_of;  // GPU -> the first op whose set holds it
     for (size_t i = 0; i < t.ops.size(); ++i) {
       if (t.ops[i].is_collective()) continue;
-      if (!first) first = &p.devices[i];
-      else if (p.devices[i] != *first)
-        op_error(t.ops[i], "runs on GPUs " + t.ops[i].devices_text() + ", unlike the ops before it; system.detail: "
-                           "representative mirrors one GPU and needs every compute op on the same GPUs (use detail: full)");
+      for (int x : p.devices[i]) {
+        const auto [it, fresh] = set_of.emplace(x, i);
+        if (!fresh && p.devices[it->second] != p.devices[i])
+          op_error(t.ops[i], "runs on GPUs " + t.ops[i].devices_text() + ", which share GPU " + std::to_string(x) +
+                                 " with the GPUs " + t.ops[it->second].devices_text() + " of op '" + t.ops[it->second].name +
+                                 "' (" + t.ops[it->second].loc.str() + "); system.detail: representative simulates one GPU "
+                                 "per set of GPUs that run the same ops, and needs those sets apart (use detail: full)");
+      }
     }
     p.representative = true;
-    if (first) p.simulated = {first->front()};
+    std::set<int> firsts;
+    for (const auto& [x, i] : set_of) firsts.insert(p.devices[i].front());
+    p.simulated.assign(firsts.begin(), firsts.end());
   } else {
     p.simulated.assign(used.begin(), used.end());
   }

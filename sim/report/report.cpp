@@ -275,8 +275,10 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
     note << r.gpus << " GPUs (" << g.system.domains << " NVLink domain" << (g.system.domains > 1 ? "s" : "") << " of "
          << g.system.gpus_per_domain << "); ";
     if (r.representative)
-      note << "GPU " << (r.simulated_gpus.empty() ? 0 : r.simulated_gpus.front())
-           << " simulated in detail, the others mirror it (system.detail: representative); collectives over every link";
+      note << (r.simulated_gpus.size() == 1 ? "GPU " + std::to_string(r.simulated_gpus.front()) + " simulated in detail, the others mirror it"
+                                            : std::to_string(r.simulated_gpus.size()) + " GPUs simulated in detail, one per set of GPUs "
+                                                                                     "that run the same ops, the others mirror them")
+           << " (system.detail: representative); collectives over every link";
     else
       note << r.simulated_gpus.size() << " GPU" << (r.simulated_gpus.size() == 1 ? "" : "s")
            << " with compute simulated in detail; collectives over every link";
@@ -339,8 +341,10 @@ Report build(const config::LoadedConfig& cfg, const trace::Trace& t, const engin
       m.bound = std::max(m.nvlink_util, m.nic_util) < kSaturated ? "latency"
                 : m.nic_util >= m.nvlink_util                    ? "network (NIC) bandwidth"
                                                                  : "NVLink bandwidth";
-      op_counters[i].nvlink_bytes = c.traffic.nvlink_bytes / n;
-      total.nvlink_bytes += c.traffic.nvlink_bytes;
+      // Mirrored copies (`mirrors`) move what this one moved on their own GPUs.
+      const double copies = 1.0 + op.mirrors;
+      op_counters[i].nvlink_bytes = c.traffic.nvlink_bytes / n * copies;
+      total.nvlink_bytes += c.traffic.nvlink_bytes * copies;
       rep.ops.push_back(o);
       continue;
     }

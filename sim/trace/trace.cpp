@@ -41,12 +41,12 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
       {OpKind::instruction_loop, {"instruction", "count", "warps", "macs_per_instruction"}},
       {OpKind::delay, {"duration"}},
       {OpKind::host, {"duration"}},
-      {OpKind::all_reduce, {"bytes", "algorithm", "protocol"}},
-      {OpKind::all_gather, {"bytes", "algorithm", "protocol"}},
-      {OpKind::reduce_scatter, {"bytes", "algorithm", "protocol"}},
-      {OpKind::all_to_all, {"bytes", "algorithm", "protocol"}},
-      {OpKind::broadcast, {"bytes", "algorithm", "protocol"}},
-      {OpKind::send_recv, {"bytes", "algorithm", "protocol"}},
+      {OpKind::all_reduce, {"bytes", "algorithm", "protocol", "mirrors"}},
+      {OpKind::all_gather, {"bytes", "algorithm", "protocol", "mirrors"}},
+      {OpKind::reduce_scatter, {"bytes", "algorithm", "protocol", "mirrors"}},
+      {OpKind::all_to_all, {"bytes", "algorithm", "protocol", "mirrors"}},
+      {OpKind::broadcast, {"bytes", "algorithm", "protocol", "mirrors"}},
+      {OpKind::send_recv, {"bytes", "algorithm", "protocol", "mirrors"}},
   };
   return keys;
 }
@@ -536,6 +536,7 @@ class Parser {
           o.algorithm = get_choice(cx, a, path + ".algorithm", {"auto", "ring", "tree", "nvls", "direct"});
         if (const YAML::Node pr = n["protocol"])
           o.protocol = get_choice(cx, pr, path + ".protocol", {"auto", "ll", "ll128", "simple"});
+        if (const YAML::Node mi = n["mirrors"]) o.mirrors = static_cast<int>(get_int(cx, mi, path + ".mirrors", 0, 1 << 20));
         if (o.kind == OpKind::send_recv && (o.all_devices || o.devices.size() != 2))
           fail(cx.at(n), path + ".devices", "a send_recv needs devices: [sender, receiver]");
         if (!o.all_devices && o.devices.size() < 2 && o.kind != OpKind::send_recv)
@@ -639,8 +640,9 @@ class Parser {
 };
 
 void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
-  const std::vector<std::string> keys = jsonl ? std::vector<std::string>{"xpusim_trace", "name", "description", "tokens", "eager_issue"}
-                                              : std::vector<std::string>{"xpusim_trace", "name", "description", "tokens", "eager_issue", "ops"};
+  const std::vector<std::string> keys = jsonl ? std::vector<std::string>{"xpusim_trace", "name", "description", "tokens", "eager_issue", "memory_per_gpu"}
+                                              : std::vector<std::string>{"xpusim_trace", "name", "description", "tokens", "eager_issue",
+                                                                         "memory_per_gpu", "ops"};
   const YAML::Node v = root["xpusim_trace"];
   if (!v && jsonl && root["kind"])
     fail(cx.at(root), "", "the first line must be the header {\"xpusim_trace\": 1}, and this line is an op");
@@ -667,6 +669,23 @@ void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
   }
   if (root["tokens"]) t.tokens = static_cast<double>(get_int(cx, root["tokens"], "tokens", 1, int64_t{1} << 40));
   if (const YAML::Node e = root["eager_issue"]) t.eager_issue_s = get_time(cx, e, "eager_issue", 1, "1 s", "8 us");
+  if (const YAML::Node m = root["memory_per_gpu"]) {
+    if (!m.IsMap() || m.size() == 0)
+      fail(cx.at(m), "memory_per_gpu", "expected a mapping of components to sizes, e.g. {weights: 16 GiB, activations: 20 GiB}");
+    t.memory_loc = cx.at(m);
+    for (const auto& kv : m) {
+      const std::string key = "memory_per_gpu." + kv.first.Scalar();
+      if (!kv.second.IsScalar()) fail(cx.at(kv.second), key, "expected a size, e.g. 16 GiB");
+      double v = 0;
+      try {
+        v = units::parse(kv.second.Scalar(), units::Dim::Size).value;
+      } catch (const std::invalid_argument& e) {
+        fail(cx.at(kv.second), key, e.what());
+      }
+      if (!(v >= 0 && v <= kMaxCollectiveBytes)) fail(cx.at(kv.second), key, "must be between 0 and 1024 TiB");
+      t.memory_per_gpu.emplace_back(kv.first.Scalar(), v);
+    }
+  }
 }
 
 }  // namespace

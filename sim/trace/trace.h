@@ -85,6 +85,10 @@ struct Op {
   // Collectives: nccl-tests' size (collective.h: CollectiveJob::bytes), the algorithm (auto,
   // ring, tree, nvls, direct) and NCCL's protocol (auto, ll, ll128, simple).
   double bytes = 0;
+  // `mirrors` (collectives): this many more identical collectives run on other GPUs at the same
+  // time (data-parallel replicas under representative detail); they are not simulated, and the
+  // report counts their traffic and energy with this one's.
+  int mirrors = 0;
   std::string algorithm = "auto";
   std::string protocol = "auto";
 
@@ -118,6 +122,11 @@ struct Trace {
   // `eager_issue`: the trace's kernels are issued one at a time by a host this far apart (a
   // runtime's step run without a CUDA graph), over the config's kernels.launch; -1: as the config.
   double eager_issue_s = -1;
+  // `memory_per_gpu`: what each GPU holds beside the ops' own buffers (a training step's weights,
+  // gradients, optimiser state, activations), by component; simulation refuses a chip whose HBM
+  // is smaller than their sum.
+  std::vector<std::pair<std::string, double>> memory_per_gpu;
+  SourceLoc memory_loc;
   std::vector<Op> ops;
   std::vector<std::string> overrides;  // "key=value" of each --trace-set applied (reports record them)
 };

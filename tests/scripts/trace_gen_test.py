@@ -149,15 +149,24 @@ class TraceGen(unittest.TestCase):
         t = yaml.safe_load(train)
         self.assertNotIn("&id", train)  # no YAML anchors
         f = yaml.safe_load(fwd)
-        f["ops"] = f["ops"][:1]  # the layers, without the LM head of inference
-        attn_bwd = sum(2 * o["batch"] * o["m"] * o["n"] * o["k"] for o in t["ops"][1]["ops"]
-                       if o["name"].startswith("attn_d") and o["kind"] == "gemm") * 2
-        self.assertEqual(gemm_flops(t) - attn_bwd, 3 * gemm_flops(f))
-        adam = t["ops"][2]
+        f["ops"] = f["ops"][:1]  # the layers, without the LM head of inference (last tokens only)
+        flops = lambda ops: sum(2 * o.get("batch", 1) * o["m"] * o["n"] * o["k"] for o in ops if o["kind"] == "gemm")  # noqa: E731
+        blocks = {o["name"]: o for o in t["ops"] if "repeat" in o}
+        self.assertEqual(blocks["F0.c0"]["repeat"] * flops(blocks["F0.c0"]["ops"]), gemm_flops(f))
+        self.assertEqual(flops(blocks["B0.c0"]["ops"]), 2 * flops(blocks["F0.c0"]["ops"]))
+        # Fused attention's backward: 2.5 forward passes (FlashAttention-2's five products to two).
+        att = lambda ops: sum(o["batch"] * o["heads"] for o in ops if o["kind"] == "attention")  # noqa: E731
+        self.assertEqual(2 * att(blocks["B0.c0"]["ops"]), 5 * att(blocks["F0.c0"]["ops"]))
+        # The LM head over every token: forward, then its data and weight gradients.
+        head = {o["name"]: o for o in t["ops"] if "lm_head" in o.get("name", "")}
+        self.assertEqual(flops(head[n] for n in ("B0.c0.lm_head_dgrad", "B0.c0.lm_head_wgrad")),
+                         2 * flops([head["F0.c0.lm_head"]]))
+        self.assertEqual(head["F0.c0.lm_head"]["m"], 2 * 256)
+        adam = [o for o in t["ops"] if o.get("name") == "adam"][0]
         c = card("llama-2-7b")
         per_layer = (c["hidden"] * (c["heads"] + 2 * c["kv_heads"]) * 128 + c["heads"] * 128 * c["hidden"]
                      + 3 * c["hidden"] * c["ffn"])
-        self.assertEqual(adam["shape"], [2 * per_layer])
+        self.assertEqual(adam["shape"], [2 * per_layer + c["vocab"] * c["hidden"]])
 
     def test_tensor_parallel_shards_the_work_and_all_reduces_the_activations(self):
         m = os.path.join(ROOT, "configs/models/llama-3-70b.yaml")
@@ -186,15 +195,20 @@ class TraceGen(unittest.TestCase):
         rc, out, err = generate(m, "--phase", "train", "--prompt", "256", "--layers", "2", "--tp", "2", "--dp", "4")
         self.assertEqual(rc, 0, err)
         t = yaml.safe_load(out)
-        grads = [o for o in t["ops"] if o.get("kind") == "all_reduce"]
+        bwd = [o for o in t["ops"] if o.get("name") == "B0.c0"][0]
+        # Each layer's gradients, per TP rank over the replicas, on stream 2 beside the backward pass.
+        grads = [o for o in bwd["ops"] if o.get("stream") == 2]
         self.assertEqual([o["devices"] for o in grads], [[0, 2, 4, 6], [1, 3, 5, 7]])
-        adam = t["ops"][-1]
-        self.assertTrue(all(o["bytes"] == adam["shape"][0] * 2 for o in grads))  # a TP rank's bf16 gradients
+        self.assertTrue(all(o["kind"] == "all_reduce" for o in grads))
+        head = [o for o in t["ops"] if o.get("stream") == 2]
+        adam = [o for o in t["ops"] if o.get("name") == "adam"][0]
+        # A TP rank's fp32 gradients: the layers' and the LM head's (tied to the embedding).
+        self.assertEqual(bwd["repeat"] * grads[0]["bytes"] + head[0]["bytes"], adam["shape"][0] * 4)
         # The forward's TP all-reduces are one collective per replica, on its own pair of GPUs.
-        fwd_ars = [o for o in t["ops"][0]["ops"] if o["kind"] == "all_reduce"]
+        fwd_ars = [o for o in t["ops"][1]["ops"] if o["kind"] == "all_reduce"]
         self.assertEqual(len(fwd_ars), 2 * 4)
         self.assertEqual(fwd_ars[0]["devices"], [0, 1])
-        bwd_ars = [o for o in t["ops"][1]["ops"] if o["kind"] == "all_reduce"]
+        bwd_ars = [o for o in bwd["ops"] if o["kind"] == "all_reduce" and o.get("stream") == 1]
         self.assertEqual(len(bwd_ars), 2 * 4)  # after the QKV and FFN-up data gradients
 
     def test_pipeline_stages_pass_activations_by_send_recv(self):

@@ -218,7 +218,25 @@ TEST_CASE("system config and placement errors name the key or the op", "[sim][co
   CHECK_THAT(lower(kDgx, "xpusim_trace: 1\nops:\n  - {name: a, kind: gemm, m: 64, n: 64, k: 64, devices: 0-7}\n"
                          "  - {name: b, kind: gemm, m: 64, n: 64, k: 64, device: 3}\n",
                    {"system.detail=representative"}),
-             Catch::Contains("representative mirrors one GPU"));
+             Catch::Contains("which share GPU 3 with the GPUs 0-7 of op 'a'"));
+  // Sets apart (two pipeline stages) or equal are fine; one GPU of each is simulated.
+  CHECK(lower(kDgx, "xpusim_trace: 1\nops:\n  - {name: a, kind: gemm, m: 64, n: 64, k: 64, devices: 0-3}\n"
+                    "  - {name: b, kind: gemm, m: 64, n: 64, k: 64, devices: 4-7}\n  - {name: c, kind: gemm, m: 64, n: 64, k: 64, devices: 0-3}\n",
+              {"system.detail=representative"}).empty());
+  const auto placed = xpusim::engine::place(
+      xpusim::config::load_config(kDgx, {"system.detail=representative"}),
+      xpusim::trace::load_trace(temp_file("xpusim_trace: 1\nops:\n  - {name: a, kind: gemm, m: 64, n: 64, k: 64, devices: 0-3}\n"
+                                          "  - {name: b, kind: gemm, m: 64, n: 64, k: 64, devices: 4-7}\n")));
+  CHECK(placed.simulated == std::vector<int>{0, 4});
+  // A trace's memory per GPU beyond the chip's HBM is refused with its components.
+  const std::string gemm = "ops:\n  - {name: a, kind: gemm, m: 64, n: 64, k: 64}\n";
+  const std::string big = lower(h100, "xpusim_trace: 1\nmemory_per_gpu: {weights: 60 GiB, activations: 30 GiB}\n" + gemm);
+  CHECK_THAT(big, Catch::Contains(":2:17: key 'memory_per_gpu': the workload needs 90 GiB on each GPU"));
+  CHECK_THAT(big, Catch::Contains("weights 60 GiB, activations 30 GiB"));
+  CHECK(lower(h100, "xpusim_trace: 1\nmemory_per_gpu: {weights: 60 GiB}\n" + gemm).empty());
+  CHECK_THAT(lower(h100, "xpusim_trace: 1\nmemory_per_gpu: {weights: lots}\n" + gemm),
+             Catch::Contains("key 'memory_per_gpu.weights'"));
+  CHECK_THAT(lower(h100, "xpusim_trace: 1\nmemory_per_gpu: 3 GiB\n" + gemm), Catch::Contains("expected a mapping"));
 }
 
 TEST_CASE("across NVLink domains a ring runs one channel per NIC and is bound by the network", "[sim][collective]") {

@@ -20,13 +20,17 @@ Parallelism (Megatron-style), placed on GPUs for a system config (configs/system
           replicated KV head when kv_heads < N) and ffn/N; an all-reduce of the activations
           follows the output projection and the FFN down projection (and, in training, the
           data gradients of the QKV and FFN up projections). Ops run on all N GPUs (SPMD).
-  --pp P  pipeline parallel (prefill and decode): the layers split into P stages of
-          consecutive GPU groups; each of --microbatches M microbatches flows through the
-          stages, activations passed on by send_recv on stream 1 (a GPipe forward schedule).
-  --dp D  data parallel (train): D replicas of the TP group run the step on their own
-          batches; each TP rank's gradients are all-reduced over the replicas before Adam.
+  --pp P  pipeline parallel: the layers split into P stages of consecutive GPU groups; each of
+          --microbatches M microbatches flows through the stages, activations passed on by
+          send_recv (prefill and decode: a GPipe forward schedule; train: --schedule).
+  --dp D  data parallel (train): D replicas run the step on their own batches; each TP rank's
+          gradients are reduced over the replicas (--zero) before the optimiser step.
 GPU numbering: dp replica x (tp x pp) + stage x tp + tp rank, so TP groups are neighbours (one
 NVLink domain). The trace's description says how many GPUs it needs.
+
+Training (--phase train; docs/training.md): --schedule 1f1b, interleaved (--virtual-stages V)
+or gpipe; --sequence-parallel; --zero 0-3; --recompute none, selective or full; the step's
+memory per GPU goes into the trace (`memory_per_gpu`), and a chip with less HBM refuses it.
 
 Formats: weight GEMMs store their weights in --weights and compute in --math (default: the
 weight format, i.e. the tensor cores take both operands in it, e.g. W8A8 fp8). A --math wider
@@ -47,6 +51,7 @@ from .. import runtime as RUNTIME
 from .cards import (BITS, BLOCK_SCALED, CARD_KEYS, FORMATS, RESNET_KEYS, WorkloadError, act_bytes, dump, dump_jsonl,
                     fail, load_card, vocab_shard)
 from .resnet import build_resnet
+from . import training as TRAINING
 from .transformer import build, layer_ops
 
 __all__ = ["generate", "main", "load_card", "dump", "dump_jsonl", "WorkloadError", "FORMATS", "BLOCK_SCALED", "BITS",
@@ -84,9 +89,40 @@ def parser():
                          "simulates a chunk's attention kernel alone past it, to interpolate near the context")
     ap.add_argument("--layers", type=int, default=None, help="generate only the first N layers, N >= 1 (default all)")
     ap.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs (default 1)")
-    ap.add_argument("--pp", type=int, default=1, help="pipeline stages, prefill and decode (default 1)")
+    ap.add_argument("--pp", type=int, default=1, help="pipeline stages (default 1)")
     ap.add_argument("--dp", type=int, default=1, help="data-parallel replicas, train (default 1)")
-    ap.add_argument("--microbatches", type=int, default=1, help="with --pp: microbatches the batch is split into")
+    ap.add_argument("--microbatches", type=int, default=1,
+                    help="microbatches the batch is split into: with --pp, or in training (gradient accumulation)")
+    tr = ap.add_argument_group("training (--phase train; docs/training.md)")
+    tr.add_argument("--schedule", choices=TRAINING.SCHEDULES, default="1f1b",
+                    help="pipeline schedule with --pp: 1f1b (default), interleaved (with --virtual-stages) or gpipe")
+    tr.add_argument("--virtual-stages", type=int, default=1,
+                    help="--schedule interleaved: model chunks per pipeline stage (default 1)")
+    tr.add_argument("--sequence-parallel", action="store_true",
+                    help="with --tp: norms and residuals on 1/tp of the tokens, reduce-scatter and all-gather in "
+                         "place of each all-reduce")
+    tr.add_argument("--zero", type=int, choices=[0, 1, 2, 3], default=0,
+                    help="with --dp: 0 all-reduces the gradients (default); 1 and 2 reduce-scatter them and "
+                         "all-gather the parameters after the step, sharding the optimiser state (1) and the "
+                         "gradients (2); 3 also shards the weights and all-gathers each layer's before its forward "
+                         "and backward")
+    tr.add_argument("--recompute", choices=TRAINING.RECOMPUTE, default="none",
+                    help="activation recomputation: none (default), selective (the attention core) or full (each "
+                         "layer's forward again before its backward)")
+    tr.add_argument("--ep", type=int, default=1,
+                    help="MoE cards: expert-parallel GPUs (dividing --dp): each holds experts/ep experts, tokens "
+                         "reach them by all-to-all (default 1)")
+    tr.add_argument("--capacity-factor", type=float, default=None,
+                    help="MoE: each expert computes capacity-factor x its balanced share of the routed tokens, "
+                         "padded (default: dropless and balanced)")
+    tr.add_argument("--mirror-replicas", action="store_true",
+                    help="with --dp: the tensor-parallel collectives, all-to-alls and pipeline sends of the first "
+                         "replica only, standing for every replica's (`mirrors`); with system.detail representative "
+                         "a step on thousands of GPUs simulates one replica's traffic and the data-parallel "
+                         "collectives over all")
+    tr.add_argument("--grad-reduce", choices=["fp32", "bf16"], default="fp32",
+                    help="format the gradients are reduced in over the replicas (default fp32, as Megatron-LM "
+                         "accumulates and reduces them with bf16 training)")
     ap.add_argument("--runtime", default=None,
                     help="a serving runtime's profile (vllm, trtllm, sglang, or a path; configs/runtimes/): its host "
                          "work as a `host` op, the decode batch padded to its captured CUDA-graph size, its sampler's "
@@ -133,7 +169,7 @@ def _build(a):
         fail("--kv-page must be 0 (contiguous) or a page size in tokens")
     if a.kv_page and a.attention != "fused":
         fail("--kv-page: only the fused attention kernel reads a paged cache; use --attention fused")
-    for flag in ("tp", "pp", "dp", "microbatches"):
+    for flag in ("tp", "pp", "dp", "microbatches", "ep"):
         if getattr(a, flag) < 1:
             fail(f"--{flag} must be at least 1")
     c = load_card(a.model)
@@ -146,14 +182,19 @@ def _build(a):
             fail(f"--tp {a.tp} and kv_heads ({c['kv_heads']}): one must divide the other")
         if a.dp > 1 and a.phase != "train":
             fail("--dp applies to --phase train (replicas of a serving step share nothing)")
-        if a.pp > 1 and a.phase == "train":
-            fail("--pp is generated for prefill and decode (a training pipeline schedule is not generated yet)")
         if a.pp > (a.layers or c["layers"]):
             fail(f"--pp {a.pp}: more stages than layers")
     if a.batch % a.microbatches:
         fail(f"--microbatches {a.microbatches} must divide --batch {a.batch}")
-    if a.microbatches > 1 and a.pp == 1:
-        fail("--microbatches applies with --pp")
+    if a.microbatches > 1 and a.pp == 1 and a.phase != "train":
+        fail("--microbatches applies with --pp, or in training")
+    if a.phase != "train":
+        defaults = {"schedule": "1f1b", "virtual_stages": 1, "sequence_parallel": False, "zero": 0,
+                    "recompute": "none", "grad_reduce": "fp32", "ep": 1, "capacity_factor": None,
+                    "mirror_replicas": False}
+        for k, v in defaults.items():
+            if getattr(a, k) != v:
+                fail(f"--{k.replace('_', '-')} applies to --phase train")
     if c.get("family") != "resnet" and a.phase is None:
         fail("--phase prefill, decode or train is required for a transformer")
     if c.get("family") == "resnet" and a.phase not in (None, "prefill"):
@@ -190,7 +231,9 @@ def _build(a):
         a.sampler = a.sampler or a.rt.sampling
     if a.sampler and not serving_step:
         fail("--sampler applies to a decoder's --phase prefill or decode, without --pp")
-    return build_resnet(c, a) if c.get("family") == "resnet" else build(c, a)
+    if c.get("family") == "resnet":
+        return build_resnet(c, a)
+    return TRAINING.build(c, a) if a.phase == "train" else build(c, a)
 
 
 def main(argv=None):

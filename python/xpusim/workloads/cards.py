@@ -11,7 +11,7 @@ class WorkloadError(Exception):
 
 
 CARD_KEYS = {"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated", "vocab", "norm",
-             "experts", "top_k", "encoder", "family", "rope", "context"}
+             "experts", "top_k", "encoder", "family", "rope", "context", "dropout"}
 RESNET_KEYS = {"name", "family", "blocks", "width", "image", "classes"}
 FORMATS = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp8_e5m2", "int8", "int4", "fp4"}
 BLOCK_SCALED = {"mxfp4", "nvfp4"}  # weights only: fp4 elements with a scale per 32 / 16
@@ -95,7 +95,7 @@ def load_card(path):
     for k in ("kv_heads", "head_dim", "experts", "top_k", "context"):
         if k in card and (not isinstance(card[k], int) or isinstance(card[k], bool) or card[k] < 1):
             fail(f"{at(k)}: must be a positive whole number")
-    for k in ("gated", "encoder", "rope"):
+    for k in ("gated", "encoder", "rope", "dropout"):
         if k in card and not isinstance(card[k], bool):
             fail(f"{at(k)}: must be true or false")
     if "norm" in card and card["norm"] not in ("layernorm", "rmsnorm"):
@@ -107,6 +107,7 @@ def load_card(path):
     card.setdefault("top_k", 1)
     card.setdefault("norm", "layernorm")
     card.setdefault("encoder", False)
+    card.setdefault("dropout", False)  # training only: see workloads/training.py, forward_layer
     # Rotary position embeddings: the RMSNorm families (Llama, Mixtral) use them.
     card.setdefault("rope", card["norm"] == "rmsnorm")
     if card["heads"] % card["kv_heads"]:
