@@ -20,7 +20,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from xpusim.workloads import generate, load_card, training as TRAINING  # noqa: E402
-from xpusim.workloads.cards import dump  # noqa: E402
+from xpusim.workloads.cards import dump_jsonl  # noqa: E402
 
 A100_PEAK, H100_PEAK = 312e12, 989.4e12  # dense bf16 tensor FLOP/s (datasheets)
 
@@ -92,9 +92,9 @@ def measure(case, xpusim, out):
     trace = generate(args)
     folder = os.path.join(out, case["id"])
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "trace.yaml")
+    path = os.path.join(folder, "trace.jsonl")  # JSON Lines: a pipeline's tens of thousands of ops load fast
     with open(path, "w") as f:
-        f.write(dump(trace))
+        f.write(dump_jsonl(trace))
     cmd = [xpusim, "run", "-q", "--config", os.path.join(ROOT, "configs", case["config"]), "--trace", path,
            "--out", os.path.join(folder, "run"), "--set", "system.detail=representative"]
     for s in case["sets"]:
