@@ -80,6 +80,8 @@ CtaDispatcher::Snapshot CtaDispatcher::snapshot(const KernelRun* k) const {
 
 void CtaDispatcher::submit(KernelRun* k) {
   k->submit_s = sc_core::sc_time_stamp().to_seconds();
+  k->submitted = true;
+  if (k->submit_log) k->submit_log->push_back(k);
   if (k->program->num_ctas() == 0) {
     k->finished = true;
     k->end_s = k->submit_s;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/common/op_counters.h"
 #include "models/sm/fast_path.h"
@@ -18,6 +19,9 @@ struct KernelRun {
   uint64_t next_cta = 0;
   uint64_t done_ctas = 0;
   double submit_s = 0;  // when the kernel became runnable
+  bool submitted = false;  // handed to a dispatcher (before that its counters are all zero)
+  // If set, submission appends the run here (the power manager counts only submitted kernels).
+  std::vector<const KernelRun*>* submit_log = nullptr;
   double end_s = 0;     // when its last CTA finished
   bool finished = false;
   double timed_start_s = -1;  // when a CTA reached the program's timed_step (microbenchmarks)

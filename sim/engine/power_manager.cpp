@@ -1,5 +1,7 @@
 #include "sim/engine/power_manager.h"
 
+#include <algorithm>
+
 namespace xpusim::engine {
 
 PowerManager::PowerManager(const PowerParams& p, const energy::Table& table, int dies)
@@ -17,17 +19,24 @@ const energy::RailWeights& PowerManager::weights_for(double switching) {
   return *w;
 }
 
-void PowerManager::add_run(int gpu, const KernelRun* run, double switching) {
+void PowerManager::add_run(int gpu, KernelRun* run, double switching) {
   account_of_[run] = accounts_.size();
   accounts_.push_back(Account{run, gpu, &weights_for(switching)});
+  run->submit_log = &submitted_;
 }
 
 void PowerManager::tick(double start_s, double end_s) {
+  // Only submitted kernels have counted anything (a kernel's counters are zero before), so the
+  // window's energy is theirs: a long trace's later kernels cost nothing here until they run.
+  // Accounts are summed in their order, as when every account was visited.
+  if (submitted_seen_ < submitted_.size()) {
+    for (; submitted_seen_ < submitted_.size(); ++submitted_seen_) open_.push_back(account_of_.at(submitted_[submitted_seen_]));
+    std::sort(open_.begin(), open_.end());
+  }
   std::vector<double> core(gpus_.size(), 0), offcore(gpus_.size(), 0);
-  bool open_so_far = false;
-  for (size_t i = first_open_; i < accounts_.size(); ++i) {
+  size_t kept = 0;
+  for (const size_t i : open_) {
     Account& a = accounts_[i];
-    if (a.settled) continue;
     const double c = a.weights->core_j(a.run->counters), o = a.weights->offcore_j(a.run->counters);
     const size_t g = static_cast<size_t>(a.gpu);
     core[g] += c - a.core_seen;
@@ -36,12 +45,9 @@ void PowerManager::tick(double start_s, double end_s) {
     a.core_seen = c;
     a.offcore_seen = o;
     a.settled = a.run->finished;
-    if (!a.settled && !open_so_far) {
-      open_so_far = true;
-      first_open_ = i;
-    }
+    if (!a.settled) open_[kept++] = i;
   }
-  if (!open_so_far) first_open_ = accounts_.size();
+  open_.resize(kept);
   for (size_t g = 0; g < gpus_.size(); ++g)
     gpus_[g].clock->set_hz(gpus_[g].governor.end_window(start_s, end_s, core[g], offcore[g]), end_s);
 }

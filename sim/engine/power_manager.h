@@ -21,7 +21,8 @@ class PowerManager {
   PowerManager(const PowerParams& p, const energy::Table& table, int dies);
   // The GPUs in the order of add_gpu; returns the GPU's index here.
   int add_gpu(ClockDomain& clock);
-  void add_run(int gpu, const KernelRun* run, double switching);
+  // The run's energy counts towards its GPU's power once it is submitted (`run->submit_log`).
+  void add_run(int gpu, KernelRun* run, double switching);
   // End of the control window [start, end).
   void tick(double start_s, double end_s);
 
@@ -50,7 +51,9 @@ class PowerManager {
   std::vector<Gpu> gpus_;
   std::vector<Account> accounts_;
   std::map<const KernelRun*, size_t> account_of_;
-  size_t first_open_ = 0;  // accounts before it are settled
+  std::vector<const KernelRun*> submitted_;  // runs in the order they were submitted
+  size_t submitted_seen_ = 0;                // of which tick() has taken this many into open_
+  std::vector<size_t> open_;                 // accounts submitted and not settled, in account order
   std::map<double, std::unique_ptr<energy::RailWeights>> weights_;  // by switching
 };
 
