@@ -73,6 +73,19 @@ class Schemas(unittest.TestCase):
             self.assertEqual(problems(entry, op), [], f"line {i}")
         with open(jsonl) as fh:
             self.assertIn('"contiguous": false', fh.read())  # PyTorch eager's strided operands, in the schema
+        # A training step: its memory per GPU in the header, mirrored collectives and sends.
+        train = os.path.join(self.tmp, "train.jsonl")
+        subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "xpusim-trace.py"),
+                        os.path.join(ROOT, "configs", "models", "llama-3-8b.yaml"), "--phase", "train", "--prompt", "256",
+                        "--layers", "2", "--batch", "2", "--tp", "2", "--pp", "2", "--dp", "2", "--microbatches", "2", "--mirror-replicas",
+                        "-o", train], check=True, capture_output=True)
+        with open(train) as fh:
+            lines = [json.loads(line) for line in fh if line.strip()]
+        self.assertIn("memory_per_gpu", lines[0])
+        self.assertEqual(problems(header, lines[0]), [])
+        self.assertTrue(any(op.get("mirrors") for op in lines[1:]))
+        for i, op in enumerate(lines[1:], 2):
+            self.assertEqual(problems(entry, op), [], f"line {i}")
         # The schema refuses what the loader refuses.
         bad = {"xpusim_trace": 1, "ops": [{"name": "g", "kind": "gemm", "m": 64, "n": 64, "kk": 64}]}
         self.assertNotEqual(problems(v, bad), [])
