@@ -166,21 +166,21 @@ def build_training(c, a):
     ops = []
     dp_tail = {s: [] for s in range(lay.pp)}  # the last DP collective names per stage
     # The last residual add is in the final norm, or in the last layer's bias-dropout-add.
-    head_fwd = norm_ops(c, a, "final_norm", T // (a.tp if a.sequence_parallel and a.tp > 1 else 1), D,
+    rows = T // (a.tp if a.sequence_parallel and a.tp > 1 else 1)  # the norms' and embedding's tokens
+    head_fwd = norm_ops(c, a, "final_norm", rows, D,
                         residual=a.fusion != "none" and not c["dropout"])
     if a.sequence_parallel and a.tp > 1:
         head_fwd.append({"name": "head_ag", "kind": "all_gather", "bytes": int(T * D * act_bytes(act))})
-    head_fwd += [dict(gemm("lm_head", T, V, D, a.weights)),
+    head_fwd += [gemm("lm_head", T, V, D, a.weights),
                  {"name": "loss", "kind": "softmax", "shape": [T, V], "dtype": act}]
     head_bwd = [{"name": "loss_grad", "kind": "elementwise", "shape": [T, V], "inputs": 2, "dtype": act},
-                dict(gemm("lm_head_dgrad", T, D, V, a.weights)), dict(gemm("lm_head_wgrad", V, D, T, a.weights))]
+                gemm("lm_head_dgrad", T, D, V, a.weights), gemm("lm_head_wgrad", V, D, T, a.weights)]
     if a.sequence_parallel and a.tp > 1:
         head_bwd.append({"name": "head_grad_rs", "kind": "reduce_scatter", "bytes": int(T * D * act_bytes(act))})
     elif a.tp > 1:
         head_bwd.append({"name": "head_grad_allreduce", "kind": "all_reduce", "bytes": int(T * D * act_bytes(act))})
     head_bwd += [dict(o, name=o["name"] + "_grad") for o in head_fwd if o["kind"] == "layernorm"]
-    embed = {"name": "embedding", "kind": "elementwise", "shape": [T // (a.tp if a.sequence_parallel and a.tp > 1 else 1), D],
-             "dtype": act}
+    embed = {"name": "embedding", "kind": "elementwise", "shape": [rows, D], "dtype": act}
     p2p = int(T * D * act_bytes(act) / a.tp)  # Megatron sends each TP rank's 1/tp of the activations
 
     def send(kind, m, j, s_from, s_to, after):
@@ -209,7 +209,7 @@ def build_training(c, a):
                 if zero3:
                     body = [{"name": "param_ag", "kind": "all_gather_dp", "bytes": lp * PARAM_BYTES}] + body
                 pre = [dict(embed, name=f"{name}.embedding")] if j == 0 else []
-                block = {"repeat": n, "name": name, "ops": _expand(placed(body, s), lay, s, a, lp)}
+                block = {"repeat": n, "name": name, "ops": _expand(placed(body, s), lay, s, a)}
                 first = (pre or block["ops"])[0]
                 if j > 0:
                     first["deps"] = first.get("deps", []) + recv_names("F", m, j - 1)
@@ -217,7 +217,7 @@ def build_training(c, a):
                     op["devices"] = dev(lay.stage_gpus(s))
                 ops += pre + [block]
                 if j == last_chunk:
-                    ops += [dict(o, name=f"{name}.{o['name']}") for o in placed(_prefix(head_fwd), s)]
+                    ops += [dict(o, name=f"{name}.{o['name']}") for o in placed(head_fwd, s)]
                     tail = f"{name}.loss"
                 else:
                     base = _base(block["ops"][-1]["name"])
@@ -226,13 +226,13 @@ def build_training(c, a):
             else:
                 pre = []
                 if j == last_chunk:
-                    pre = [dict(o, name=f"{name}.{o['name']}") for o in placed(_prefix(head_bwd), s)]
+                    pre = [dict(o, name=f"{name}.{o['name']}") for o in placed(head_bwd, s)]
                     if (s, cl) in last_b and last_b[(s, cl)] == m:
                         pre += dp_reduce(s, head_params * grad_bytes, [f"{name}.lm_head_wgrad"], f"{name}.head_grad_reduce")
                 body = re + list(bwd)
                 if zero3:
                     body = [{"name": "param_ag", "kind": "all_gather_dp", "bytes": lp * PARAM_BYTES}] + body
-                body = _expand(placed(body, s), lay, s, a, lp)
+                body = _expand(placed(body, s), lay, s, a)
                 if zero3 or last_b.get((s, cl)) == m:
                     wg = [o["name"] for o in body if o["name"].endswith("_wgrad")][-1]
                     if a.ep > 1:
@@ -284,11 +284,7 @@ def _base(name):
     return head if head and tail.isdigit() else name
 
 
-def _prefix(ops):
-    return [dict(o) for o in ops]
-
-
-def _expand(ops, lay, s, a, lp):
+def _expand(ops, lay, s, a):
     """ZeRO-3's parameter all-gather (a placeholder `all_gather_dp` in the body): one per TP
     rank over the replicas, inline before the layer's compute (not prefetched)."""
     out = []
