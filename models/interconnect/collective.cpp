@@ -349,8 +349,8 @@ double estimate_s(const Topology& f, const CollectiveParams& p, const Collective
       break;
     case CollectiveAlgo::tree: steps = 2 * std::ceil(std::log2(n)); break;
     case CollectiveAlgo::nvls:
-      // NCCL's tuner charges in-switch reduction one fixed latency, whatever its size.
-      return p.nvls_tuner_latency_s + (1 + 1.0 / n) * job.bytes / (rate * f.nvls_efficiency());
+      // In-switch reduction costs one fixed latency, whatever its size, as NCCL's tuner charges it.
+      return p.nvls_latency_s + (1 + 1.0 / n) * job.bytes / (rate * f.nvls_efficiency());
     case CollectiveAlgo::direct:
       if (job.kind != CollectiveKind::send_recv) per_port = bus_factor(job.kind, n) * job.bytes;
       break;
@@ -429,7 +429,7 @@ CollectiveRun run_collective(Fabric& f, const CollectiveParams& p, const Collect
   // In-switch collectives have no GPU-to-GPU steps to flag: their hops are the fabric's own.
   Wire w = wire(p, run.proto);
   if (nvls) w.hop_s = 0;
-  const double start = now + p.launch_s + (nvls ? 0 : protocol(p, run.proto).base_s);
+  const double start = now + p.launch_s + (nvls ? p.nvls_latency_s : protocol(p, run.proto).base_s);
   const int n = static_cast<int>(job.gpus.size());
   double end = start;
   if (n > 1 && job.bytes > 0) {

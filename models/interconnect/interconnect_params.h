@@ -59,7 +59,7 @@ struct CollectiveParams {
   int max_slices = 0;      // at most this many slices per chunk: bounds the events of huge collectives
   double launch_s = 0;     // fixed cost of a collective kernel (launch, handshake with peers)
   int channels = 1;        // channels (CTAs, each its own ring or tree) side by side over the same GPUs
-  double nvls_tuner_latency_s = 0;  // the latency NCCL's tuner charges an nvls all-reduce when it weighs it against the ring
+  double nvls_latency_s = 0;  // fixed cost of an nvls all-reduce beyond launch_s (its warps' hand-offs); the tuner weighs it too
   std::string protocol = "auto";  // auto (the fastest by the tuner's estimate), ll, ll128 or simple
   ProtocolParams ll, ll128, simple;  // simple.slice_bytes is slice_bytes
 };

@@ -83,10 +83,12 @@ void add_system_sections(Schema& s, Locate gpu) {
                "share of the data in steps of its protocol's slice), so a chunk smaller than channels x slice moves "
                "as one step with a step's latency (default: the 24 ring channels NCCL sets up on H100 NVLink, "
                "nccl-tests logs in waynehacking8/nccl-collectives-bench)")
-      .quantity("nvls_tuner_latency", &CollectiveParams::nvls_tuner_latency_s, Dim::Time, def("25 us"), between(0, 1),
-                "The latency NCCL's tuner charges an in-switch (nvls) all-reduce when `auto` weighs it against the ring: "
-                "it decides which runs, not how long nvls takes, so small all-reduces run the ring (LL) as NCCL's do "
-                "(default: NCCL 2.19-2.29 src/graph/tuning.cc, NVLS 25 us, also printed by NCCL_DEBUG_SUBSYS=TUNING)")
+      .quantity("nvls_latency", &CollectiveParams::nvls_latency_s, Dim::Time, def("25 us"), between(0, 1),
+                "Fixed cost of an in-switch (nvls) all-reduce beyond collectives.launch, whatever its size: the hand-offs "
+                "between its scatter, reduce and gather warps, each a flag polled through the switch after a system fence, "
+                "which its pipeline of slices does not book. The run pays it and `auto` weighs it against the ring, so "
+                "small all-reduces run the ring (LL) as NCCL's do (default: NCCL's own figure for NVLS, src/graph/tuning.cc "
+                "hwLatencies NVLink NVLS Simple 25 us, 2.19-2.29, also printed by NCCL_DEBUG_SUBSYS=TUNING)")
       .choice("protocol", &CollectiveParams::protocol, {"auto", "ll", "ll128", "simple"}, def("auto"),
               "NCCL protocol of ring, tree and direct collectives: auto (the least estimated time: latency + size / "
               "bandwidth per protocol, as NCCL's tuner weighs them: LL at a quarter of Simple's bandwidth on a ring "
