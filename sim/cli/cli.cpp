@@ -475,6 +475,9 @@ int cmd_describe(const std::string& cmd, const std::vector<std::string>& args, s
   const std::string format = vm["format"].as<std::string>();
   if (format != "text" && format != "markdown") throw UsageError("xpusim describe: --format must be text or markdown");
   if (vm.count("config")) {
+    if (vm.count("kind") || vm.count("model"))
+      throw UsageError("xpusim describe: --config prints that config's resolved values, every section; --kind and "
+                       "--model select the parameter tables without --config");
     const auto cfg = config::load_config(vm["config"].as<std::string>(), sets(vm));
     out << config::resolved_yaml(cfg, cfg.chip.name + " (" + cfg.chip.kind + "): " + cfg.chip.description);
     return 0;
@@ -482,7 +485,11 @@ int cmd_describe(const std::string& cmd, const std::vector<std::string>& args, s
   std::vector<std::string> kinds = config::chip_kinds();
   if (vm.count("kind")) {
     const std::string k = vm["kind"].as<std::string>();
-    config::schema_for(k);
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) {
+      std::string all;
+      for (const auto& x : kinds) all += (all.empty() ? "" : " or ") + x;
+      throw UsageError("xpusim describe: --kind " + k + ": no such chip kind (expected " + all + ")");
+    }
     kinds = {k};
   }
   const std::string model = vm.count("model") ? vm["model"].as<std::string>() : "";

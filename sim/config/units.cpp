@@ -114,7 +114,7 @@ std::string example(Dim d) {
   return "?";
 }
 
-Quantity parse(const std::string& raw, Dim expected) {
+Quantity parse(const std::string& raw, Dim expected, bool whole_bytes) {
   const std::string text = trim(raw);
   if (text.empty()) throw std::invalid_argument("empty value where a " + std::string(dim_name(expected)) + " is due");
   const char* begin = text.c_str();
@@ -139,7 +139,14 @@ Quantity parse(const std::string& raw, Dim expected) {
                                     " is due (e.g. '" + example(expected) + "')");
       if (!std::isfinite(number * u.scale))
         throw std::invalid_argument("'" + text + "' is out of range (beyond the largest number a double holds)");
-      return {number * u.scale, u.dim};
+      // A size counts bytes: 1.5 KiB is 1536 of them, 1.1 KiB no whole number.
+      const double v = number * u.scale;
+      if (whole_bytes && u.dim == Dim::Size && v < 9e15 && std::fabs(v - std::round(v)) > 1e-9 * std::max(1.0, std::fabs(v))) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.10g", v);
+        throw std::invalid_argument("'" + text + "' is " + buf + " bytes: a size must be a whole number of bytes");
+      }
+      return {v, u.dim};
     }
   }
   throw std::invalid_argument("unknown unit '" + unit + "' in '" + text + "'; a " + dim_name(expected) +

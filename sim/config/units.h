@@ -34,7 +34,9 @@ struct Quantity {
 
 // Parses "<number> <unit>" (space optional). Throws std::invalid_argument with a message fit
 // for the user when the text is not a number, has no unit, or has a unit of another dimension.
-Quantity parse(const std::string& text, Dim expected);
+// A size must be a whole number of bytes unless `whole_bytes` is false (an estimate rounded
+// to a unit, such as a trace's memory_per_gpu in MiB to one decimal).
+Quantity parse(const std::string& text, Dim expected, bool whole_bytes = true);
 
 // Renders an SI value in a readable unit of its dimension ("3.35 TB/s", "50 MiB").
 std::string format(double value, Dim d);  // value in SI base units

@@ -678,7 +678,7 @@ void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
       if (!kv.second.IsScalar()) fail(cx.at(kv.second), key, "expected a size, e.g. 16 GiB");
       double v = 0;
       try {
-        v = units::parse(kv.second.Scalar(), units::Dim::Size).value;
+        v = units::parse(kv.second.Scalar(), units::Dim::Size, /*whole_bytes=*/false).value;
       } catch (const std::invalid_argument& e) {
         fail(cx.at(kv.second), key, e.what());
       }

@@ -108,6 +108,7 @@ CASES = {
     "trace-jsonl-array-line.jsonl": ("a line that is an array", r":2:1: each line must be one JSON object"),
     "trace-jsonl-string-dim.jsonl": ("a string where a size is due", r":2:36: key 'line 2\.m': 'sixty-four' is not a whole number"),
     "trace-jsonl-cycle.jsonl": ("a cycle through stream order", r":2:1: key 'deps': dependency cycle: a -> b -> \(stream order\) a"),
+    "trace-bytes-fractional.yaml": ("a collective of 1.1 KiB (1126.4 bytes)", r":3:41: key 'ops\[0\]\.bytes': '1\.1 KiB' is 1126\.4 bytes: a size must be a whole number of bytes"),
     "trace-bytes-unknown-unit.yaml": ("a collective of 1 PiB (no such unit)", r":3:41: key 'ops\[0\]\.bytes': unknown unit 'PiB' in '1 PiB'; a size takes one of TiB"),
     "systrace-allreduce-larger-than-hbm.yaml": ("an all-reduce buffer larger than a GPU's HBM",
                                                 r":3:5: op 'ar': needs 100 GiB of buffers on each GPU but a GPU has 80 GiB of HBM"),
@@ -219,6 +220,8 @@ CASES = {
     # Command lines (the file's lines are xpusim's arguments)
     "cli-set-twice.args": ("--set one key to two values", r"--set sm\.count is given twice, as '66' and as '132'", 2),
     "cli-trace-set-twice.args": ("--trace-set one key to two values", r"--trace-set dtype is given twice, as 'fp8' and as 'bf16'", 2),
+    "cli-describe-unknown-kind.args": ("describe a chip kind there is not", r"--kind tpu: no such chip kind \(expected gpu or accelerator\)", 2),
+    "cli-describe-config-with-model.args": ("describe --config with --model, which it would ignore", r"--config prints that config's resolved values, every section; --kind and --model select", 2),
     "cli-quiet-and-verbose.args": ("--quiet with --verbose", r"give --verbose or --quiet, not both", 2),
     "cli-out-empty.args": ("an empty --out", r"the output folder's name is empty", 1),
     "cli-out-is-a-file.args": ("--out naming a file", r"h100-sxm\.yaml: cannot create output directory \(it exists and is not a folder\)", 1),
