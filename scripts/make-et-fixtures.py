@@ -270,6 +270,10 @@ def write_bad(pb):
     write("trace-chakra-missing-dep.0.et", [gemm(1), gemm(2, [7])])
     write("trace-chakra-gemm-shapes.0.et", [gemm(1, shapes="[[64,64],[32,64]]")])
     write("trace-chakra-no-metadata.0.et", [gemm(1), gemm(2, [1])], meta=False)
+    write("trace-chakra-metadata-only.0.et", [])
+    node1 = gemm(1).SerializeToString()
+    with open(os.path.join(bad, "trace-chakra-length-past-4gib.0.et"), "wb") as f:
+        f.write(msg(pb.GlobalMetadata(version="0.0.4")) + varint((1 << 32) + len(node1)) + node1)  # read mod 2^32: a node
     coll = pb.Node(id=2, name="allreduce", type=pb.COMM_COLL_NODE)
     coll.data_deps.append(1)
     coll.attr.add(name="comm_type", int64_val=pb.ALL_REDUCE)
@@ -286,18 +290,28 @@ def write_bad(pb):
     sized4.data_deps.append(3)
     write("systrace-chakra-unmatched-collective.1.et", [gemm(1), sized, gemm(3, [2]), sized4])
 
-    def et(name, nodes):
+    def et(name, nodes, schema="1.0.4-chakra.0.0.4"):
         with open(os.path.join(bad, name), "w") as f:
-            json.dump({"schema": "1.0.4-chakra.0.0.4", "pid": 1, "nodes": nodes}, f)
+            json.dump({"schema": schema, "pid": 1, "nodes": nodes}, f)
             f.write("\n")
 
-    def node(i, parent, name="aten::mm", shapes=((64, 64), (64, 64))):
+    def node(i, parent, name="aten::mm", shapes=((64, 64), (64, 64)), values=None):
         return {"id": i, "name": name, "ctrl_deps": parent,
-                "inputs": {"values": [], "shapes": [list(x) for x in shapes], "types": ["Tensor(c10::BFloat16)"] * len(shapes)},
+                "inputs": {"values": values or [], "shapes": [list(x) for x in shapes],
+                           "types": ["Tensor(c10::BFloat16)"] * len(shapes)},
                 "outputs": {"values": [], "shapes": [], "types": []}}
     et("trace-torch-et-cycle.json", [node(1, 0, "## forward ##", ()), node(2, 3, "## block ##", ()), node(3, 2, "aten::linear")])
     et("trace-torch-et-linear-shapes.json", [node(1, 0, "## forward ##", ()), node(2, 1, "aten::linear", ((512, 4096), (1024, 2048)))])
     et("trace-torch-et-no-id.json", [{"name": "aten::mm"}])
+    fwd = node(1, 0, "## forward ##", ())
+    et("trace-torch-et-self-parent.json", [fwd, node(2, 2)])
+    et("trace-torch-et-missing-parent.json", [fwd, node(2, 7)])
+    et("trace-torch-et-negative-parent.json", [fwd, node(2, -1)])
+    et("trace-torch-et-schema-2.json", [fwd, node(2, 1)], schema="2.0.0")
+    et("trace-torch-et-mm-three-inputs.json", [fwd, node(2, 1, shapes=((64, 64), (64, 64), (64, 64)))])
+    qkv = ((1, 8, 128, 64),) * 3
+    et("trace-torch-et-causal-not-boolean.json",
+       [fwd, node(2, 1, "aten::scaled_dot_product_attention", qkv, values=["", "", "", "", "0.0", "maybe"])])
 
 
 def main():

@@ -71,11 +71,15 @@ std::vector<Tensor> tensors(const Io& io) {
   return t;
 }
 
-bool truthy(const Io& in, size_t i) {
+// A boolean argument: true or false (also 1 or 0, as the execution traces' writers give them);
+// an absent one is its default, false; anything else is an error naming the argument.
+bool boolean(const Io& in, size_t i, const std::string& what) {
   if (i >= in.values.size()) return false;
   std::string v = in.values[i];
   std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return v == "true" || v == "1";
+  if (v == "true" || v == "1") return true;
+  if (v == "false" || v == "0" || v.empty() || v == "null" || v == "none") return false;
+  throw UserError(what + " must be true or false, not '" + in.values[i] + "'");
 }
 
 void need(bool ok, const std::string& why) {
@@ -99,6 +103,10 @@ Mapped gemm(const std::string& name, const std::vector<Tensor>& t) {
   o.kind = OpKind::gemm;
   const size_t a = name == "aten::addmm" || name == "aten::baddbmm" ? 1 : 0;  // addmm(bias, A, B)
   need(t.size() >= a + 2, "a GEMM needs two tensor inputs");
+  // mm, bmm and matmul take two tensors; addmm and baddbmm a bias first; linear an optional bias last.
+  const size_t most = name == "aten::linear" ? 3 : a + 2;
+  need(t.size() <= most, name.substr(6) + " takes " + (name == "aten::linear" ? "two or three" : a ? "three" : "two") +
+                             " tensor inputs, not " + std::to_string(t.size()));
   std::vector<int64_t> A = t[a].shape, B = t[a + 1].shape;
   check_dims(A, "input A " + shape_str(A));
   check_dims(B, "input B " + shape_str(B));
@@ -148,7 +156,7 @@ Mapped attention(const std::string& name, const std::vector<Tensor>& t, const Io
   const size_t causal_at = name == "aten::scaled_dot_product_attention"         ? 5
                            : name == "aten::_scaled_dot_product_flash_attention" ? 4
                                                                                   : 6;
-  o.causal = truthy(in, causal_at);
+  o.causal = boolean(in, causal_at, "is_causal");
   o.dtype = o.out_dtype = dtype_or(t[0], "query");
   return r;
 }

@@ -136,8 +136,8 @@ RankFile read_rank(const std::string& path, int rank) {
   bool metadata = false;
   while (static_cast<size_t>(cis.CurrentPosition()) < data.size()) {
     const size_t at = static_cast<size_t>(cis.CurrentPosition());
-    uint32_t len = 0;
-    if (!cis.ReadVarint32(&len))
+    uint64_t len = 0;  // read whole: a corrupt length of 2^32 + n is not n
+    if (!cis.ReadVarint64(&len))
       throw UserError(path + ": byte " + std::to_string(at) + ": cut short in the length of " +
                       (metadata ? where() : std::string("the GlobalMetadata")) + " (a truncated or corrupt file)");
     const size_t left = data.size() - static_cast<size_t>(cis.CurrentPosition());
@@ -162,6 +162,7 @@ RankFile read_rank(const std::string& path, int rank) {
     cis.PopLimit(limit);
   }
   if (!metadata) throw UserError(path + ": no GlobalMetadata (not a Chakra trace)");
+  if (r.nodes.empty()) throw UserError(path + ": no nodes after the GlobalMetadata (an execution trace with nothing in it)");
   for (size_t i = 0; i < r.nodes.size(); ++i) {
     const pb::Node& n = r.nodes[i];
     if (const std::string why = name_problem(n.name(), "a node name"); !why.empty())

@@ -85,6 +85,11 @@ Trace load_torch_et(const std::string& path) {
   const json root = json::parse(data);
   if (!root.is_object() || !root.contains("nodes") || !root["nodes"].is_array())
     throw UserError(path + ": not a PyTorch execution trace (an object with a list of \"nodes\")");
+  // The schema names the format: "1.0.4-chakra.0.0.4" and the like, as PyTorch 2.x writes it
+  // (major version 1); another major version may mean something else by the same keys.
+  if (!root.contains("schema") || !root["schema"].is_string() || root["schema"].get<std::string>().rfind("1.", 0) != 0)
+    throw UserError(path + ": schema " + (root.contains("schema") ? root["schema"].dump() : std::string("(none)")) +
+                    " is not a PyTorch execution-trace schema xpusim reads (1.x, e.g. \"1.0.4-chakra.0.0.4\")");
   const json& list = root["nodes"];
   if (list.size() > static_cast<size_t>(limits::current().ops))
     throw UserError(path + ": more than " + std::to_string(limits::current().ops) + " nodes (the ops limit; --limit ops=N)");
@@ -101,7 +106,8 @@ Trace load_torch_et(const std::string& path) {
       throw UserError(path + ": node " + std::to_string(n.id) + ": " + why);
     for (const char* key : {"ctrl_deps", "parent"})
       if (j.contains(key)) {
-        if (!j[key].is_number_integer()) throw UserError(path + ": " + text(n) + ": '" + key + "' must be a node id");
+        if (!j[key].is_number_integer() || j[key].get<int64_t>() < 0)
+          throw UserError(path + ": " + text(n) + ": '" + key + "' must be a node id (0 for none), not " + j[key].dump());
         n.parent = j[key].get<int64_t>();
       }
     n.in = io_of(path, n, j, "inputs");
@@ -115,7 +121,15 @@ Trace load_torch_et(const std::string& path) {
   std::vector<long> up(nodes.size(), -1);  // each node's parent, -1 for a root
   for (size_t i = 0; i < nodes.size(); ++i) {
     const auto it = by_id.find(nodes[i].parent);
-    if (nodes[i].parent == nodes[i].id || it == by_id.end()) {
+    // A root has no parent (0) or, for the process node PyTorch writes last, itself.
+    const bool self = nodes[i].parent == nodes[i].id;
+    if (self && nodes[i].name != "[pytorch|profiler|execution_trace|process]")
+      throw UserError(path + ": a cycle in the call tree: " + text(nodes[i]) + " is its own parent (only the process "
+                      "node, '[pytorch|profiler|execution_trace|process]', may be)");
+    if (!self && nodes[i].parent != 0 && it == by_id.end())
+      throw UserError(path + ": " + text(nodes[i]) + ": its parent, node " + std::to_string(nodes[i].parent) +
+                      ", is not in the file");
+    if (self || nodes[i].parent == 0) {
       roots.push_back(i);
     } else {
       up[i] = static_cast<long>(it->second);
