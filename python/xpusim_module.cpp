@@ -45,8 +45,20 @@ std::string run(const std::string& config, const std::string& trace, const std::
   // call (a config load, a log line) whose locks the child would inherit held. The child
   // simulates; other Python threads run while this one waits for its report.
   const engine::IsolatedRun child = engine::start_isolated(cfg, t, opt);
-  py::gil_scoped_release unlocked;
-  return engine::finish_isolated(child);
+  // Ctrl-C (or any signal whose Python handler raises) stops the child within a tenth of a
+  // second: the interpreter runs its handlers only when this thread asks, with the lock held.
+  bool raised = false;
+  auto interrupted = [&raised] {
+    py::gil_scoped_acquire locked;
+    raised = PyErr_CheckSignals() != 0;
+    return raised;
+  };
+  try {
+    py::gil_scoped_release unlocked;
+    return engine::finish_isolated(child, interrupted);
+  } catch (const engine::Interrupted&) {
+    throw py::error_already_set();  // the handler's exception (KeyboardInterrupt), set when it ran
+  }
 }
 
 void check(const std::string& config, const std::string& trace, const std::vector<std::string>& set,

@@ -1,9 +1,12 @@
 #include "sim/engine/simulate.h"
 
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -544,10 +547,30 @@ IsolatedRun start_isolated(const config::LoadedConfig& cfg, const trace::Trace& 
   return {fds[0], static_cast<long>(pid)};
 }
 
-std::string finish_isolated(IsolatedRun run) {
+std::string finish_isolated(IsolatedRun run, const std::function<bool()>& interrupted) {
   std::string data;
   char buf[65536];
-  for (ssize_t n; (n = read(run.fd, buf, sizeof buf)) > 0;) data.append(buf, static_cast<size_t>(n));
+  for (;;) {
+    if (interrupted) {
+      pollfd p{run.fd, POLLIN, 0};
+      const int ready = poll(&p, 1, 100);
+      if (ready < 0 && errno != EINTR) break;
+      if (ready <= 0) {
+        if (interrupted()) {
+          kill(static_cast<pid_t>(run.pid), SIGKILL);
+          close(run.fd);
+          int ws = 0;
+          waitpid(static_cast<pid_t>(run.pid), &ws, 0);
+          throw Interrupted();
+        }
+        continue;
+      }
+    }
+    const ssize_t n = read(run.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
   close(run.fd);
   int wstatus = 0;
   waitpid(static_cast<pid_t>(run.pid), &wstatus, 0);

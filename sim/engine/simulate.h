@@ -104,6 +104,12 @@ struct IsolatedRun {
   long pid = -1;  // the child
 };
 IsolatedRun start_isolated(const config::LoadedConfig& cfg, const trace::Trace& t, const SimOptions& opt = {});
-std::string finish_isolated(IsolatedRun run);
+// `interrupted`, if given, is asked about ten times a second while the child runs; when it
+// says true the child is killed and finish_isolated throws Interrupted (the Python API's
+// Ctrl-C, which reaches only the interpreter's process).
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("simulation interrupted") {}
+};
+std::string finish_isolated(IsolatedRun run, const std::function<bool()>& interrupted = nullptr);
 
 }  // namespace xpusim::engine

@@ -131,3 +131,17 @@ def test_a_generated_trace_runs_and_a_served_stream_fits_its_schema(tmp_path):
         xpusim.serve(H100, card, tmp_path / "serve", rate=4, duration=1)
     with pytest.raises(xpusim.Error, match="unknown option --rat .did you mean --rate"):
         xpusim.serve(H100, card, tmp_path / "serve2", rat=4)
+
+
+def test_ctrl_c_stops_a_run_within_a_second():
+    # A signal sent to the interpreter alone (a notebook's interrupt; a terminal's Ctrl-C also
+    # reaches the child) raises KeyboardInterrupt at once and leaves no simulation running.
+    import signal
+    import threading
+    import time
+    threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        # Every CTA of an 8192^3 GEMM: about 20 s on this machine.
+        xpusim.run(H100, os.path.join(ROOT, "traces", "gemm", "bf16-8192.yaml"), fidelity="exact")
+    assert time.monotonic() - t0 < 5
