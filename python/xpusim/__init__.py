@@ -96,8 +96,9 @@ def run(config, trace, set=None, trace_set=None, fidelity="fast", tolerance=0.01
         if out is None:
             text = _native().run(c, t, sets, trace_sets, fidelity, tolerance)
             return json.loads(text)
-        cmd = [_cli(), "run", "-q", "--config", c, "--trace", t, "--out", _path(out, "out"), "--fidelity", str(fidelity),
-               "--tolerance", repr(tolerance)]
+        cmd = [_cli(), "run", "-q", "--config", c, "--trace", t, "--out", _path(out, "out"), "--fidelity", str(fidelity)]
+        if fidelity == "fast":  # the binary refuses a tolerance with exact fidelity, where nothing is extrapolated
+            cmd += ["--tolerance", repr(tolerance)]
         cmd += sum((["--set", x] for x in sets), []) + sum((["--trace-set", x] for x in trace_sets), [])
         _command(cmd)
     with open(os.path.join(os.fspath(out), "report.json")) as f:

@@ -184,6 +184,9 @@ engine::SimOptions sim_options(const std::string& cmd, const po::variables_map& 
   if (f == "fast") o.fidelity = engine::Fidelity::fast;
   else if (f != "exact") throw UsageError("xpusim " + cmd + ": --fidelity must be fast or exact, got '" + f + "'");
   o.tolerance = vm["tolerance"].as<double>();
+  if (f == "exact" && !vm["tolerance"].defaulted())
+    throw UsageError("xpusim " + cmd + ": --tolerance applies to --fidelity fast (how steady a state must be to "
+                     "extrapolate it); --fidelity exact simulates every CTA");
   if (!(o.tolerance > 0 && o.tolerance <= 0.5))
     throw UsageError("xpusim " + cmd + ": --tolerance must be above 0 and at most 0.5 (a share: 0.01 is 1%)");
   return o;

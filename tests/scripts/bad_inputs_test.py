@@ -230,6 +230,7 @@ CASES = {
     "cli-trace-set-twice.args": ("--trace-set one key to two values", r"--trace-set dtype is given twice, as 'fp8' and as 'bf16'", 2),
     "cli-describe-unknown-kind.args": ("describe a chip kind there is not", r"--kind tpu: no such chip kind \(expected gpu or accelerator\)", 2),
     "cli-describe-config-with-model.args": ("describe --config with --model, which it would ignore", r"--config prints that config's resolved values, every section; --kind and --model select", 2),
+    "cli-tolerance-with-exact.args": ("--tolerance where nothing is extrapolated", r"--tolerance applies to --fidelity fast", 2),
     "cli-quiet-and-verbose.args": ("--quiet with --verbose", r"give --verbose or --quiet, not both", 2),
     "cli-out-empty.args": ("an empty --out", r"the output folder's name is empty", 1),
     "cli-out-is-a-file.args": ("--out naming a file", r"h100-sxm\.yaml: cannot create output directory \(it exists and is not a folder\)", 1),
