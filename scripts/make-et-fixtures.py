@@ -308,7 +308,7 @@ def write_bad(pb):
     et("trace-torch-et-missing-parent.json", [fwd, node(2, 7)])
     et("trace-torch-et-negative-parent.json", [fwd, node(2, -1)])
     et("trace-torch-et-schema-2.json", [fwd, node(2, 1)], schema="2.0.0")
-    et("trace-torch-et-mm-three-inputs.json", [fwd, node(2, 1, shapes=((64, 64), (64, 64), (64, 64)))])
+    et("trace-torch-et-mm-three-inputs.json", [fwd, node(2, 1, shapes=((64, 64), (64, 64), (32, 32)))])  # not an out= buffer
     qkv = ((1, 8, 128, 64),) * 3
     et("trace-torch-et-causal-not-boolean.json",
        [fwd, node(2, 1, "aten::scaled_dot_product_attention", qkv, values=["", "", "", "", "0.0", "maybe"])])

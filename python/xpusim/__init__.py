@@ -83,13 +83,16 @@ class _Inputs:
             self._tmp.cleanup()
 
 
-def run(config, trace, set=None, trace_set=None, fidelity="fast", tolerance=0.01, out=None):
+def run(config, trace, set=None, trace_set=None, fidelity="fast", tolerance=None, out=None):
     """Simulates `trace` on `config`; returns the report (report.json, docs/report-format.md) as a dict.
 
     set: config overrides, {"sm.count": 100} or ["sm.count=100"] (as --set); trace_set: trace
     overrides such as {"dtype": "fp8"} (as --trace-set); fidelity: "fast" or "exact"; out: a
     folder for the reports `xpusim run --out` writes (report.html, summary.md, timeline.json, ...)."""
-    tolerance = _number(tolerance, "tolerance")
+    if tolerance is not None and fidelity == "exact":
+        raise ValueError("tolerance applies to fidelity='fast' (how steady a state must be to extrapolate it); "
+                         "fidelity='exact' simulates every CTA")
+    tolerance = 0.01 if tolerance is None else _number(tolerance, "tolerance")
     with _Inputs() as inputs:
         c, t = inputs.path(config, "config"), inputs.path(trace, "trace")
         sets, trace_sets = _assignments(set, "set"), _assignments(trace_set, "trace_set")

@@ -350,7 +350,8 @@ int cmd_sweep(const std::string& cmd, const std::vector<std::string>& args, std:
     std::ostringstream tol;
     tol.precision(17);
     tol << vm["tolerance"].as<double>();
-    opt.run_args = {"--fidelity", vm["fidelity"].as<std::string>(), "--tolerance", tol.str()};
+    opt.run_args = {"--fidelity", vm["fidelity"].as<std::string>()};
+    if (vm["fidelity"].as<std::string>() == "fast") opt.run_args.insert(opt.run_args.end(), {"--tolerance", tol.str()});
   }
   if (vm.count("timeout")) {
     opt.timeout_s = vm["timeout"].as<double>();

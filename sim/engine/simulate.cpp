@@ -560,7 +560,8 @@ std::string finish_isolated(IsolatedRun run, const std::function<bool()>& interr
           kill(static_cast<pid_t>(run.pid), SIGKILL);
           close(run.fd);
           int ws = 0;
-          waitpid(static_cast<pid_t>(run.pid), &ws, 0);
+          while (waitpid(static_cast<pid_t>(run.pid), &ws, 0) < 0 && errno == EINTR) {
+          }
           throw Interrupted();
         }
         continue;
@@ -573,7 +574,8 @@ std::string finish_isolated(IsolatedRun run, const std::function<bool()>& interr
   }
   close(run.fd);
   int wstatus = 0;
-  waitpid(static_cast<pid_t>(run.pid), &wstatus, 0);
+  while (waitpid(static_cast<pid_t>(run.pid), &wstatus, 0) < 0 && errno == EINTR) {
+  }
   if (data.empty()) throw std::runtime_error("simulation child died without a result");
   const char status = data[0];
   data.erase(0, 1);

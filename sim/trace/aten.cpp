@@ -103,10 +103,7 @@ Mapped gemm(const std::string& name, const std::vector<Tensor>& t) {
   o.kind = OpKind::gemm;
   const size_t a = name == "aten::addmm" || name == "aten::baddbmm" ? 1 : 0;  // addmm(bias, A, B)
   need(t.size() >= a + 2, "a GEMM needs two tensor inputs");
-  // mm, bmm and matmul take two tensors; addmm and baddbmm a bias first; linear an optional bias last.
-  const size_t most = name == "aten::linear" ? 3 : a + 2;
-  need(t.size() <= most, name.substr(6) + " takes " + (name == "aten::linear" ? "two or three" : a ? "three" : "two") +
-                             " tensor inputs, not " + std::to_string(t.size()));
+
   std::vector<int64_t> A = t[a].shape, B = t[a + 1].shape;
   check_dims(A, "input A " + shape_str(A));
   check_dims(B, "input B " + shape_str(B));
@@ -131,6 +128,14 @@ Mapped gemm(const std::string& name, const std::vector<Tensor>& t) {
     if (B.size() == 2) o.m = prod(A, 0, A.size() - 1);
     else o.batch = prod(B, 0, B.size() - 2), o.m = A[A.size() - 2];
   }
+  // mm, bmm and matmul take two tensors; addmm and baddbmm a bias first; linear an optional bias
+  // last; an out= overload (aten::mm.out) one more, the output's own size.
+  const size_t most = name == "aten::linear" ? 3 : a + 2;
+  const auto elements = [](const std::vector<int64_t>& x) { return prod(x, 0, x.size()); };
+  const bool out_buffer = t.size() == most + 1 && elements(t.back().shape) == std::max<int64_t>(1, o.batch) * o.m * o.n;
+  need(t.size() <= most || out_buffer, name.substr(6) + " takes " + (name == "aten::linear" ? "two or three" : a ? "three" : "two") +
+                                           " tensor inputs (and an out= buffer of its output's size), not " +
+                                           std::to_string(t.size()));
   o.dtype = o.out_dtype = dtype_or(t[a], "GEMM input");
   return r;
 }

@@ -126,10 +126,11 @@ Trace load_torch_et(const std::string& path) {
     if (self && nodes[i].name != "[pytorch|profiler|execution_trace|process]")
       throw UserError(path + ": a cycle in the call tree: " + text(nodes[i]) + " is its own parent (only the process "
                       "node, '[pytorch|profiler|execution_trace|process]', may be)");
-    if (!self && nodes[i].parent != 0 && it == by_id.end())
+    const bool none = nodes[i].parent == 0 && it == by_id.end();  // 0: no parent (unless a node has id 0)
+    if (!self && !none && it == by_id.end())
       throw UserError(path + ": " + text(nodes[i]) + ": its parent, node " + std::to_string(nodes[i].parent) +
                       ", is not in the file");
-    if (self || nodes[i].parent == 0) {
+    if (self || none) {
       roots.push_back(i);
     } else {
       up[i] = static_cast<long>(it->second);

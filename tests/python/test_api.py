@@ -139,9 +139,13 @@ def test_ctrl_c_stops_a_run_within_a_second():
     import signal
     import threading
     import time
-    threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
     t0 = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        # Every CTA of an 8192^3 GEMM: about 20 s on this machine.
-        xpusim.run(H100, os.path.join(ROOT, "traces", "gemm", "bf16-8192.yaml"), fidelity="exact")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            # Every CTA of an 8192^3 GEMM: about 20 s on this machine.
+            xpusim.run(H100, os.path.join(ROOT, "traces", "gemm", "bf16-8192.yaml"), fidelity="exact")
+    finally:
+        timer.cancel()
     assert time.monotonic() - t0 < 5

@@ -181,7 +181,7 @@ CASES = {
     "trace-torch-et-missing-parent.json": ("a parent the file lacks", r": node 2 'aten::mm': its parent, node 7, is not in the file"),
     "trace-torch-et-negative-parent.json": ("a negative parent", r": node 2 'aten::mm': 'ctrl_deps' must be a node id \(0 for none\), not -1"),
     "trace-torch-et-schema-2.json": ("a schema of another major version", r": schema \"2\.0\.0\" is not a PyTorch execution-trace schema xpusim reads"),
-    "trace-torch-et-mm-three-inputs.json": ("an mm with three tensors", r": node 2 'aten::mm': mm takes two tensor inputs, not 3"),
+    "trace-torch-et-mm-three-inputs.json": ("an mm with three tensors", r": node 2 'aten::mm': mm takes two tensor inputs \(and an out= buffer of its output's size\), not 3"),
     "trace-torch-et-causal-not-boolean.json": ("is_causal that is not a boolean", r": node 2 'aten::scaled_dot_product_attention': is_causal must be true or false, not 'maybe'"),
     "systrace-chakra-no-comm-size.0.et": ("a collective without its size", r": node 2 'allreduce': a COMM_COLL_NODE needs the attribute 'comm_size'"),
     "systrace-chakra-unmatched-collective.0.et": ("ranks with different collectives", r": rank 0 has 1 collective in process group '' but rank 1 has 2; nothing matches node 4 'allreduce' of rank 1"),

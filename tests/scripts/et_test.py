@@ -124,5 +124,34 @@ class LongChains(unittest.TestCase):
         self.assertIn("(1 ops,", r.stdout)
 
 
+class TorchEtTree(unittest.TestCase):
+    def check(self, nodes):
+        path = os.path.join(tempfile.mkdtemp(), "t.json")
+        with open(path, "w") as f:
+            json.dump({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": nodes}, f)
+        return subprocess.run([XPUSIM, "check", "-c", H100, "-t", path], env=ENV, capture_output=True, text=True,
+                              timeout=60)
+
+    @staticmethod
+    def node(i, parent, name, shapes=()):
+        return {"id": i, "name": name, "ctrl_deps": parent,
+                "inputs": {"values": [], "shapes": [list(x) for x in shapes], "types": ["Tensor(c10::BFloat16)"] * len(shapes)},
+                "outputs": {"values": [], "shapes": [], "types": []}}
+
+    def test_the_process_node_may_be_its_own_parent_and_an_out_buffer_is_taken(self):
+        # PyTorch writes its process node last, as its own parent; the thread node hangs from it.
+        # An mm.out call carries its output buffer as a third tensor of the output's size.
+        r = self.check([self.node(2, 1, "[pytorch|profiler|execution_trace|thread]"),
+                        self.node(3, 2, "aten::mm", ((64, 32), (32, 16), (64, 16))),
+                        self.node(1, 1, "[pytorch|profiler|execution_trace|process]")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("(1 ops,", r.stdout)
+
+    def test_another_node_that_is_its_own_parent_is_a_cycle(self):
+        r = self.check([self.node(1, 0, "## forward ##"), self.node(2, 2, "aten::mm", ((64, 64), (64, 64)))])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is its own parent", r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -171,7 +171,10 @@ class Refusals(unittest.TestCase):
                            ([*base, "--recompute", "most"], "not one of none, selective, full"),
                            ([*base, "--zero", "4"], "ZeRO stages are 0 to 3"),
                            (["--gpus", "0", "--global-batch", "8"], "--gpus 0: must be 1 or more"),
-                           ([*base, "--tp", "8", "--pp", "1"], "no point of the space is a layout")):
+                           ([*base, "--tp", "8", "--pp", "1"], "no point of the space is a layout"),
+                           ([*base, "--tp", "1", "--pp", "1", "--generator=--weigths=fp8"],
+                            "the trace generator cannot read --generator --weigths=fp8"),
+                           ([*base, "--config", os.path.join(ROOT, "configs", "magnet-int4.yaml")], "not a GPU config")):
             with self.subTest(args=args):
                 r = plan(self.card, os.path.join(self.d, "bad"), *args)
                 self.assertNotEqual(r.returncode, 0)

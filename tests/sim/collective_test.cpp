@@ -324,5 +324,4 @@ TEST_CASE("a collective on another stream overlaps compute", "[sim][collective]"
       "  - {name: ar, kind: all_reduce, bytes: 268435456}\n";
   const YAML::Node s = simulate(kDgx, serial, {"system.detail=representative"});
   CHECK(d(s["ops"][1]["start_s"]) >= d(s["ops"][0]["end_s"]));
-  CHECK(d(s["total"]["time_s"]) >= d(s["ops"][0]["time_s"]) + d(s["ops"][1]["time_s"]));
 }

@@ -22,6 +22,7 @@ import math
 import os
 import re
 
+from .. import cli as CLI
 from .. import workloads
 from ..workloads import training as TRAINING
 
@@ -32,6 +33,10 @@ AXES = ("tp", "pp", "micro_batch", "recompute", "zero", "schedule", "ep")
 
 class PlanError(Exception):
     pass
+
+
+class FlagError(PlanError):
+    """A --generator flag the generator cannot read: it would refuse every layout, so the plan stops."""
 
 
 def size_bytes(text, what):
@@ -105,7 +110,9 @@ def evaluate(p, card_path, card, global_batch, prompt, extra, hbm, peak, simulat
     r = {"id": point_id(p), **{a: p[a] for a in AXES}, "dp": p["dp"]}
     try:
         trace = workloads.generate(generator_args(card_path, p, global_batch, prompt, extra))
-    except (workloads.WorkloadError, SystemExit, ValueError) as e:
+    except CLI.UsageError as e:  # a flag the generator cannot read: every layout would be refused
+        raise FlagError(f"the trace generator cannot read --generator {' '.join(extra)}: {e}")
+    except (workloads.WorkloadError, ValueError) as e:
         return dict(r, status="refused", reason=str(e).removeprefix("error: "))
     mem = {k: size_bytes(v, f"memory_per_gpu.{k}") for k, v in trace.get("memory_per_gpu", {}).items()}
     total = sum(mem.values())
@@ -118,7 +125,8 @@ def evaluate(p, card_path, card, global_batch, prompt, extra, hbm, peak, simulat
     rep = simulate(trace)
     step = rep["total"]["time_s"]
     gpus = p["tp"] * p["pp"] * p["dp"]
-    flops = TRAINING.model_flops(card, prompt, trace["tokens"])
+    layers = next((int(x.split("=", 1)[1]) for x in extra if x.startswith("--layers=")), card["layers"])
+    flops = TRAINING.model_flops(card, prompt, trace["tokens"], layers)
     return dict(r, status="simulated", step_s=step, energy_j=rep["total"]["energy"]["total_j"],
                 mfu=flops / step / gpus / peak if peak else None, tokens_per_s=trace["tokens"] / step,
                 breakdown=rep.get("time_breakdown", {}))

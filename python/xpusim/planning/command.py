@@ -8,8 +8,9 @@ import time
 from .. import cli as CLI
 from .. import workloads
 from ..serving import engine
+from ..serving import step_cache as STEPCACHE
 from ..serving.stream import ServeError
-from . import AXES, PlanError, evaluate, layouts, pareto, point_id, read_results, size_bytes
+from . import AXES, FlagError, PlanError, evaluate, layouts, pareto, point_id, read_results, size_bytes
 from .page import write_page, write_table
 
 SCHEDULES = ("1f1b", "interleaved", "gpipe")
@@ -73,13 +74,18 @@ def parser():
     return ap
 
 
-def fingerprint(a, card_bytes):
-    """What makes two plans the same: results of another plan are never reused."""
-    h = hashlib.sha256(card_bytes)
-    h.update(json.dumps([os.path.abspath(a.config), engine.resolved(a.config, tuple(a.set)), a.gpus, a.global_batch,
-                         a.prompt, a.generator], sort_keys=True).encode())
-    h.update(open(engine.engine_file(), "rb").read())
-    return h.hexdigest()[:16]
+def fingerprint(a, values):
+    """What makes two plans the same, so that results of another are never reused: the resolved
+    config, the model card, the engine and the generator's sources (serving.step_cache's digest
+    of them), the GPUs, batch, sequence and generator flags."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sources = sorted(os.path.join(package, "workloads", f) for f in os.listdir(os.path.join(package, "workloads"))
+                     if f.endswith(".py"))
+    try:
+        digest = STEPCACHE.fingerprint(values, a.card, engine.engine_file(), sources)
+    except OSError as e:
+        raise PlanError(f"{e.filename}: cannot read it for the plan's fingerprint: {e.strerror}")
+    return hashlib.sha256(json.dumps([digest, a.gpus, a.global_batch, a.prompt, a.generator]).encode()).hexdigest()[:16]
 
 
 def simulator(config, sets):
@@ -94,8 +100,6 @@ def plan(a, say=print):
         card = workloads.load_card(a.card)
     except workloads.WorkloadError as e:
         raise PlanError(str(e))
-    with open(a.card, "rb") as f:
-        card_bytes = f.read()
     space = {"tp": a.tp, "pp": a.pp, "micro_batch": a.micro_batch, "recompute": a.recompute, "zero": a.zero,
              "schedule": a.schedule, "ep": a.ep}
     n_points = 1
@@ -104,6 +108,9 @@ def plan(a, say=print):
     if n_points > MAX_POINTS:
         raise PlanError(f"the space has {n_points} points, over {MAX_POINTS}: narrow an axis")
     values = engine.resolved(a.config, tuple(a.set))
+    if "hbm.capacity" not in values or "system.gpus_per_domain" not in values:
+        raise PlanError(f"{a.config}: not a GPU config (no hbm.capacity or system section): a training plan places "
+                        "a model on GPUs")
     hbm = size_bytes(values["hbm.capacity"], f"{a.config}: hbm.capacity")
     per_domain = int(values["system.gpus_per_domain"])
     sets = list(a.set)
@@ -111,15 +118,17 @@ def plan(a, say=print):
         sets.append(f"system.domains={-(-a.gpus // per_domain)}")
     sets.append("system.detail=representative")
     peak = None
-    os.makedirs(a.out, exist_ok=True)
     results_path = os.path.join(a.out, "results.jsonl")
-    fp = fingerprint(a, card_bytes)
-    done = read_results(results_path)
-    if done:
-        first = next(iter(done.values()))
-        if first.get("plan") != fp:
-            raise PlanError(f"{results_path} holds another plan's results (model, config, GPUs, batch, generator "
-                            "flags or engine differ): use another --out or remove it")
+    done = {}
+    if not a.check:  # --check writes nothing and reads no earlier results
+        os.makedirs(a.out, exist_ok=True)
+        fp = fingerprint(a, values)
+        done = read_results(results_path)
+        stale = [r["id"] for r in done.values() if r.get("plan") != fp]
+        if stale:
+            raise PlanError(f"{results_path} holds another plan's results ({stale[0]} and {len(stale) - 1} more: the "
+                            "model, config, GPUs, batch, generator flags, generator or engine differ): use another "
+                            "--out or remove it")
     simulate = simulator(a.config, sets)
     results, t0 = [], time.time()
     points = [p for p, reason in layouts(space, a.gpus, a.global_batch) if reason is None]
@@ -128,7 +137,7 @@ def plan(a, say=print):
                         "widen --tp, --pp or --micro-batch")
     for i, p in enumerate(points):
         pid = point_id(p)
-        if pid in done and not a.check:
+        if pid in done and done[pid]["status"] != "failed":  # a failed simulation runs again
             results.append(done[pid])
             continue
         if a.check:
@@ -136,7 +145,12 @@ def plan(a, say=print):
         else:
             if peak is None:
                 peak = chip_peak(a, simulate)
-            r = evaluate(p, a.card, card, a.global_batch, a.prompt, a.generator, hbm, peak, simulate)
+            try:
+                r = evaluate(p, a.card, card, a.global_batch, a.prompt, a.generator, hbm, peak, simulate)
+            except FlagError:
+                raise
+            except (PlanError, ServeError) as e:  # a stall, a refusal the HBM check did not foresee
+                r = {"id": pid, **{x: p[x] for x in AXES}, "dp": p["dp"], "status": "failed", "reason": str(e)}
             r["plan"] = fp
             with open(results_path, "a") as f:
                 f.write(json.dumps(r) + "\n")
@@ -148,22 +162,28 @@ def plan(a, say=print):
         write_page(os.path.join(a.out, "plan.html"), results, front, a)
         say(f"{len(results)} layouts: {sum(r['status'] == 'simulated' for r in results)} simulated, "
             f"{sum(r['status'] == 'does not fit' for r in results)} over HBM, "
-            f"{sum(r['status'] == 'refused' for r in results)} refused; Pareto front: {', '.join(front) or 'none'}; "
+            f"{sum(r['status'] == 'refused' for r in results)} refused"
+            + (f", {sum(r['status'] == 'failed' for r in results)} failed to simulate" if any(
+                r["status"] == "failed" for r in results) else "") + f"; Pareto front: {', '.join(front) or 'none'}; "
             f"{os.path.join(a.out, 'plan.html')}")
     return results
 
 
 def chip_peak(a, simulate):
     """Dense tensor FLOP/s of the chip in the plan's GEMM format (MFU's denominator, bf16 unless
-    --generator=--weights=... or --math=... says otherwise), from a report's chip section."""
+    --generator=--weights=... or --math=... says otherwise; block-scaled fp4 at fp4's), from a
+    report's chip section."""
     fmt = "bf16"
     for g in a.generator:
         if g.startswith("--weights=") or g.startswith("--math="):
             fmt = g.split("=", 1)[1]
+    fmt = {"mxfp4": "fp4", "nvfp4": "fp4", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}.get(fmt, fmt)
     tiny = {"xpusim_trace": 1, "name": "peak", "ops": [{"name": "g", "kind": "gemm", "m": 64, "n": 64, "k": 64,
                                                         "dtype": "bf16", "devices": [0]}]}
     peaks = simulate(tiny)["chip"]["tensor_peak_tflops"]
-    return (peaks.get(fmt) or peaks["bf16"]) * 1e12
+    if not peaks.get(fmt):
+        raise PlanError(f"{a.config}: no dense tensor peak in {fmt} to count MFU against")
+    return peaks[fmt] * 1e12
 
 
 def line(r, i, n, elapsed):
