@@ -131,8 +131,7 @@ Mapped gemm(const std::string& name, const std::vector<Tensor>& t) {
   // mm, bmm and matmul take two tensors; addmm and baddbmm a bias first; linear an optional bias
   // last; an out= overload (aten::mm.out) one more, the output's own size.
   const size_t most = name == "aten::linear" ? 3 : a + 2;
-  const auto elements = [](const std::vector<int64_t>& x) { return prod(x, 0, x.size()); };
-  const bool out_buffer = t.size() == most + 1 && elements(t.back().shape) == std::max<int64_t>(1, o.batch) * o.m * o.n;
+  const bool out_buffer = t.size() == most + 1 && prod(t.back().shape) == std::max<int64_t>(1, o.batch) * o.m * o.n;
   need(t.size() <= most || out_buffer, name.substr(6) + " takes " + (name == "aten::linear" ? "two or three" : a ? "three" : "two") +
                                            " tensor inputs (and an out= buffer of its output's size), not " +
                                            std::to_string(t.size()));

@@ -20,14 +20,13 @@ import itertools
 import json
 import math
 import os
-import re
 
 from .. import cli as CLI
 from .. import workloads
+from ..serving.replica import size_bytes
 from ..workloads import training as TRAINING
+from ..workloads.train_memory import _gib
 
-# Sizes in the resolved config ("80 GiB", "141 GB").
-_UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 AXES = ("tp", "pp", "micro_batch", "recompute", "zero", "schedule", "ep")
 
 
@@ -37,13 +36,6 @@ class PlanError(Exception):
 
 class FlagError(PlanError):
     """A --generator flag the generator cannot read: it would refuse every layout, so the plan stops."""
-
-
-def size_bytes(text, what):
-    m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([KMGT]i?B|B)\s*", text)
-    if not m:
-        raise PlanError(f"{what}: {text!r} is not a size")
-    return float(m.group(1)) * _UNITS[m.group(2)]
 
 
 def layouts(space, gpus, global_batch):
@@ -100,21 +92,26 @@ def generator_args(card, p, global_batch, prompt, extra):
 
 
 def memory_line(mem):
-    return ", ".join(f"{k} {v / 2**30:.1f} GiB" for k, v in mem.items())
+    return ", ".join(f"{k} {_gib(v)}" for k, v in mem.items())
+
+
+def result_of(p, **fields):
+    """A layout's result line: its id and axes, then `fields`."""
+    return {"id": point_id(p), **{a: p[a] for a in AXES}, "dp": p["dp"], **fields}
 
 
 def evaluate(p, card_path, card, global_batch, prompt, extra, hbm, peak, simulate=None):
     """The result of one layout: refused (the generator's reason), over HBM (its memory), or
     simulated (step time, MFU, energy); without `simulate(trace) -> report`, "fits" where it
     would be simulated."""
-    r = {"id": point_id(p), **{a: p[a] for a in AXES}, "dp": p["dp"]}
+    r = result_of(p)
     try:
         trace = workloads.generate(generator_args(card_path, p, global_batch, prompt, extra))
     except CLI.UsageError as e:  # a flag the generator cannot read: every layout would be refused
         raise FlagError(f"the trace generator cannot read --generator {' '.join(extra)}: {e}")
     except (workloads.WorkloadError, ValueError) as e:
         return dict(r, status="refused", reason=str(e).removeprefix("error: "))
-    mem = {k: size_bytes(v, f"memory_per_gpu.{k}") for k, v in trace.get("memory_per_gpu", {}).items()}
+    mem = {k: size_bytes(v) for k, v in trace.get("memory_per_gpu", {}).items()}
     total = sum(mem.values())
     r["memory_gib"] = total / 2**30
     if total > hbm:

@@ -1,6 +1,7 @@
 """The planning sweep's command line: python3 -m xpusim.planning (scripts/xpusim-plan.py)."""
 import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -10,7 +11,8 @@ from .. import workloads
 from ..serving import engine
 from ..serving import step_cache as STEPCACHE
 from ..serving.stream import ServeError
-from . import AXES, FlagError, PlanError, evaluate, layouts, pareto, point_id, read_results, size_bytes
+from ..serving.replica import size_bytes
+from . import AXES, FlagError, PlanError, evaluate, layouts, pareto, point_id, read_results, result_of
 from .page import write_page, write_table
 
 SCHEDULES = ("1f1b", "interleaved", "gpipe")
@@ -102,16 +104,14 @@ def plan(a, say=print):
         raise PlanError(str(e))
     space = {"tp": a.tp, "pp": a.pp, "micro_batch": a.micro_batch, "recompute": a.recompute, "zero": a.zero,
              "schedule": a.schedule, "ep": a.ep}
-    n_points = 1
-    for ax in AXES:
-        n_points *= len(space[ax])
+    n_points = math.prod(len(space[ax]) for ax in AXES)
     if n_points > MAX_POINTS:
         raise PlanError(f"the space has {n_points} points, over {MAX_POINTS}: narrow an axis")
     values = engine.resolved(a.config, tuple(a.set))
     if "hbm.capacity" not in values or "system.gpus_per_domain" not in values:
         raise PlanError(f"{a.config}: not a GPU config (no hbm.capacity or system section): a training plan places "
                         "a model on GPUs")
-    hbm = size_bytes(values["hbm.capacity"], f"{a.config}: hbm.capacity")
+    hbm = size_bytes(values["hbm.capacity"])
     per_domain = int(values["system.gpus_per_domain"])
     sets = list(a.set)
     if not any(s.startswith("system.domains=") for s in sets):
@@ -150,7 +150,7 @@ def plan(a, say=print):
             except FlagError:
                 raise
             except (PlanError, ServeError) as e:  # a stall, a refusal the HBM check did not foresee
-                r = {"id": pid, **{x: p[x] for x in AXES}, "dp": p["dp"], "status": "failed", "reason": str(e)}
+                r = result_of(p, status="failed", reason=str(e))
             r["plan"] = fp
             with open(results_path, "a") as f:
                 f.write(json.dumps(r) + "\n")
