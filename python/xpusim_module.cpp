@@ -14,6 +14,7 @@
 #include "sim/config/limits.h"
 #include "sim/engine/simulate.h"
 #include "sim/error.h"
+#include "sim/report/isolated.h"
 #include "sim/trace/trace.h"
 #include "sim/version.h"
 
@@ -44,7 +45,7 @@ std::string run(const std::string& config, const std::string& trace, const std::
   // The fork with the interpreter lock held: no other Python thread is then inside a library
   // call (a config load, a log line) whose locks the child would inherit held. The child
   // simulates; other Python threads run while this one waits for its report.
-  const engine::IsolatedRun child = engine::start_isolated(cfg, t, opt);
+  const engine::IsolatedRun child = report::start_isolated(cfg, t, opt);
   // Ctrl-C (or any signal whose Python handler raises) stops the child within a tenth of a
   // second: the interpreter runs its handlers only when this thread asks, with the lock held.
   bool raised = false;

@@ -13,7 +13,7 @@ class UserError : public std::runtime_error {
 
 // The simulation stopped without finishing: the watchdog saw no progress (a lost completion, a
 // deadlock). Not the user's input at fault, as far as anyone knows: `xpusim run` exits with
-// status 3. engine::simulate_isolated throws it; engine::simulate returns it in SimResult::stall.
+// status 3. report::simulate_isolated throws it; engine::simulate returns it in SimResult::stall.
 class StallError : public std::runtime_error {
  public:
   explicit StallError(const std::string& what) : std::runtime_error(what) {}

@@ -8,6 +8,7 @@
 #include "models/sm/kernel_program.h"
 #include "sim/config/config_loader.h"
 #include "sim/engine/simulate.h"
+#include "sim/report/isolated.h"
 #include "sim/trace/trace.h"
 
 namespace xpusim::testing {
@@ -44,7 +45,7 @@ std::string temp_file(const std::string& text, const std::string& suffix) {
 YAML::Node simulate(const std::string& config_path, const std::string& trace_text, const std::vector<std::string>& overrides) {
   const auto cfg = config::load_config(config_path, overrides);
   const auto tr = trace::load_trace(temp_file(trace_text));
-  return YAML::Load(engine::simulate_isolated(cfg, tr));
+  return YAML::Load(report::simulate_isolated(cfg, tr));
 }
 
 }  // namespace xpusim::testing

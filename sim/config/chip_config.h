@@ -46,7 +46,7 @@ struct AcceleratorConfig {
 
 struct ChipConfig {
   std::string name;
-  std::string kind;  // "gpu" or "accelerator"
+  std::string kind;  // a chip kind's name (chip_kind.h): "gpu" or "accelerator"
   std::string description;
   GpuConfig gpu;
   AcceleratorConfig accel;
@@ -57,8 +57,5 @@ struct Schema {
   std::string kind;
   std::vector<Section> sections;
 };
-
-const Schema& schema_for(const std::string& kind);  // "gpu" or "accelerator"; throws otherwise
-std::vector<std::string> chip_kinds();
 
 }  // namespace xpusim::config

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/config/chip_kind.h"
 #include "sim/config/energy_loader.h"
 #include "sim/config/units.h"
 #include "sim/config/yaml_util.h"
@@ -223,17 +224,15 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   return best;
 }
 
-namespace {
-
-// An error at the place `key` got its value (its file and line, or the top-level file).
 [[noreturn]] void fail_at_key(const LoadedConfig& cfg, const std::string& key, const std::string& msg) {
   for (const auto& e : cfg.entries)
     if (e.spec->key == key) fail(e.source, key, msg);
   throw UserError(cfg.file + ": key '" + key + "': " + msg);
 }
 
-// Loads the energy table once and checks it fits the chip: present, of the chip's kind, and
-// (GPU) a supply voltage above its threshold.
+namespace {
+
+// Loads the energy table once and checks it fits the chip: present, and of the chip's kind.
 void load_table(LoadedConfig& cfg) {
   if (!has_energy_table(cfg)) return;
   const std::string path = energy_table_path(cfg);
@@ -242,102 +241,7 @@ void load_table(LoadedConfig& cfg) {
   auto t = std::make_shared<const energy::Table>(load_energy_table(path));  // its own errors name the table's file
   if (t->kind != cfg.chip.kind)
     fail_at_key(cfg, "energy.table", "'" + path + "' is an energy table for another kind of chip (its 'kind' must be " + cfg.chip.kind + ")");
-  if (cfg.chip.kind == "gpu" && cfg.chip.gpu.energy.voltage_v > 0 && cfg.chip.gpu.energy.voltage_v <= t->threshold_voltage)
-    fail_at_key(cfg, "energy.voltage", "is at or below the table's threshold voltage");
   cfg.energy_table = std::move(t);
-}
-
-// Rules that tie parameters together; each names the key whose value breaks it.
-void check_consistency(const LoadedConfig& cfg) {
-  auto bad = [&](const std::string& key, const std::string& msg) { fail_at_key(cfg, key, msg); };
-  if (cfg.chip.kind == "accelerator") {
-    const AcceleratorParams& a = cfg.chip.accel.accelerator;
-    if (a.min_voltage_v >= a.max_voltage_v) bad("accelerator.min_voltage", "must be below accelerator.max_voltage");
-    if (a.min_clock_hz >= a.max_clock_hz) bad("accelerator.min_clock", "must be below accelerator.max_clock");
-    if (a.voltage_v < a.min_voltage_v || a.voltage_v > a.max_voltage_v)
-      bad("accelerator.voltage", "must lie between accelerator.min_voltage and accelerator.max_voltage");
-    const double fmax = accelerator_max_clock(a, a.voltage_v);
-    if (a.clock_hz > fmax * 1.0005)
-      bad("accelerator.clock", "is above the " + units::format(fmax, units::Dim::Frequency) + " this voltage allows (linear between the two operating points)");
-  }
-  if (cfg.chip.kind == "gpu") {
-    const GpuConfig& g = cfg.chip.gpu;
-    if (g.l2.line_bytes % g.l2.sector_bytes != 0 || g.l2.line_bytes / g.l2.sector_bytes > 32)
-      bad("l2.sector_bytes", "must divide l2.line_bytes into at most 32 sectors");
-    if (g.l2.size_bytes / g.l2.slices < static_cast<double>(g.l2.line_bytes) * g.l2.associativity)
-      bad("l2.slices", "each slice must hold at least one set (size / slices >= line_bytes x associativity)");
-    if (g.l2.slices % g.noc.dies != 0) bad("l2.slices", "must be a multiple of noc.dies");
-    if (g.hbm.channel_count() % g.noc.dies != 0)
-      bad("hbm.stacks", "stacks x channels_per_stack x pseudo_channels must be a multiple of noc.dies");
-    const double burst = g.hbm.burst_bytes();
-    // A burst is the DRAM model's unit of transfer (an integer count of bytes): below one byte,
-    // or a fraction of one, every division by it is meaningless.
-    if (burst < 1 || burst != std::floor(burst))
-      bad("hbm.burst_length", "hbm.bus_bits/8 x hbm.burst_length must be a whole number of bytes, at least 1 (here " +
-                                  units::format(burst, units::Dim::Size) + ")");
-    if (std::fmod(g.hbm.row_bytes, burst) != 0) bad("hbm.row_size", "must be a multiple of the burst (bus_bits/8 x burst_length)");
-    if (std::fmod(g.hbm.interleave_bytes, burst) != 0 || g.hbm.interleave_bytes > g.hbm.row_bytes)
-      bad("hbm.interleave", "must be a multiple of the burst and at most hbm.row_size");
-    if (g.hbm.tRFC >= g.hbm.tREFI) bad("hbm.tRFC", "must be shorter than hbm.tREFI");
-    if (g.sm.l1_cache_bytes < 128.0 * g.sm.l1_associativity) bad("sm.l1_cache", "must hold at least one set of 128 B lines");
-    // tcgen05 kernels need Blackwell's tensor cores; Blackwell may run Hopper's kernels (an
-    // ablation: what the old kernels would do on the new chip).
-    for (const auto& [key, mma] : {std::pair<std::string, std::string>{"kernels.gemm.mma", g.kernels.gemm_mma},
-                                   {"kernels.attention.mma", g.kernels.attention_mma}}) {
-      if (mma != "tcgen05") continue;
-      if (g.tensor_core.generation < 5)
-        bad(key, "tcgen05 needs fifth-generation tensor cores, and tensor_core.generation is " +
-                     std::to_string(g.tensor_core.generation) + " (Hopper's kernels are wgmma)");
-      if (g.tensor_core.tensor_memory_bytes < 128.0 * 4 * 32)
-        bad("tensor_core.tensor_memory", "tcgen05 kernels (" + key + ") keep accumulators in tensor memory; it must hold at least 32 columns (16 KiB)");
-    }
-    if (g.kernels.gemm_mma == "wgmma" && g.tensor_core.per_sm > 0 && g.tensor_core.generation < 4)
-      bad("kernels.gemm.mma", "wgmma needs Hopper's tensor cores (generation 4 or more), and tensor_core.generation is " +
-                                  std::to_string(g.tensor_core.generation) + ": its kernels are mma_sync");
-    if (g.kernels.gemm_persistent && g.kernels.gemm_mma == "mma_sync")
-      bad("kernels.gemm.persistent", "persistent GEMM kernels are wgmma's (Hopper's); kernels.gemm.mma is mma_sync");
-    if (g.kernels.gemm_cta_pair && g.kernels.gemm_mma != "tcgen05")
-      bad("kernels.gemm.cta_pair", "the 2-SM MMA is a tcgen05 instruction; kernels.gemm.mma is " + g.kernels.gemm_mma);
-    if (g.kernels.gemm_cta_pair && g.kernels.gemm_cluster_m % 2 != 0)
-      bad("kernels.gemm.cluster_m", "must be even with kernels.gemm.cta_pair (a cluster holds whole 2-SM pairs)");
-    const SystemParams& sys = g.system;
-    if (sys.gpus() > 4096) bad("system.domains", "domains x gpus_per_domain must be at most 4096 GPUs");
-    if (sys.gpus_per_domain > 1) {
-      if (g.nvlink.links == 0) bad("nvlink.links", "a domain of several GPUs needs NVLink ports (nvlink.links > 0)");
-      if (g.nvswitch.count == 0) bad("nvswitch.count", "a domain of several GPUs needs NVSwitch chips (nvswitch.count > 0)");
-      if (g.nvswitch.count > g.nvlink.links)
-        bad("nvswitch.count", "is more than nvlink.links: every switch chip needs a link from each GPU");
-      // Link l of every GPU lands on chip l x count / links: the busiest chip takes ceil(links / count)
-      // links from each GPU.
-      const int per_chip = (g.nvlink.links + g.nvswitch.count - 1) / g.nvswitch.count;
-      if (static_cast<long long>(per_chip) * sys.gpus_per_domain > g.nvswitch.ports)
-        bad("nvswitch.ports", "too few: " + std::to_string(sys.gpus_per_domain) + " GPUs x " + std::to_string(per_chip) +
-                                  " links each need " + std::to_string(per_chip * sys.gpus_per_domain) + " ports on a switch chip");
-    }
-  }
-}
-
-// Parses system.failed_links ("gpu:link") into pairs, each checked against the system.
-void resolve_failed_links(LoadedConfig& cfg) {
-  if (cfg.chip.kind != "gpu") return;
-  SystemParams& sys = cfg.chip.gpu.system;
-  sys.failed_links.clear();
-  for (const auto& t : sys.failed_links_text) {
-    int gpu = -1, link = -1;
-    char tail = 0;
-    if (std::sscanf(t.c_str(), "%d:%d%c", &gpu, &link, &tail) != 2)
-      fail_at_key(cfg, "system.failed_links", "'" + t + "' is not gpu:link (e.g. \"3:0\")");
-    if (gpu < 0 || gpu >= sys.gpus())
-      fail_at_key(cfg, "system.failed_links", "'" + t + "': no GPU " + std::to_string(gpu) + " in a system of " +
-                                                  std::to_string(sys.gpus()));
-    if (link < 0 || link >= cfg.chip.gpu.nvlink.links)
-      fail_at_key(cfg, "system.failed_links", "'" + t + "': no link " + std::to_string(link) + " (nvlink.links is " +
-                                                  std::to_string(cfg.chip.gpu.nvlink.links) + ")");
-    const std::pair<int, int> p{gpu, link};
-    if (std::find(sys.failed_links.begin(), sys.failed_links.end(), p) != sys.failed_links.end())
-      fail_at_key(cfg, "system.failed_links", "'" + t + "' is listed twice");
-    sys.failed_links.push_back(p);
-  }
 }
 
 // The curve with its voltages raised to `floor`, and a point where a segment crosses it, so that
@@ -360,8 +264,8 @@ std::vector<VfPoint> floored(const std::vector<VfPoint>& curve, double floor) {
 // monotone curve that reaches the boost clock, boost at or above base, and a limit above what
 // the chip draws idle at its lowest clock (the governor could never meet it).
 void resolve_power(LoadedConfig& cfg) {
-  const bool gpu = cfg.chip.kind == "gpu";
-  PowerParams& p = gpu ? cfg.chip.gpu.power : cfg.chip.accel.power;
+  const ChipKind& kind = chip_kind(cfg.chip.kind);
+  PowerParams& p = kind.power(cfg.chip);
   p.vf_curve.clear();
   for (size_t i = 0; i < p.vf_curve_text.size(); ++i) {
     const std::string& t = p.vf_curve_text[i];
@@ -384,13 +288,7 @@ void resolve_power(LoadedConfig& cfg) {
     fail_at_key(cfg, "power.boost_clock", "is below power.base_clock");
   if (!p.capped()) return;
   if (!cfg.energy_table) fail_at_key(cfg, "power.mode", "capped needs an energy table (energy.table) to price the chip's power");
-  if (!gpu) {
-    // An accelerator's curve defaults to the line between its two published operating points,
-    // its boost to the curve's top.
-    const AcceleratorParams& a = cfg.chip.accel.accelerator;
-    if (p.vf_curve.empty()) p.vf_curve = {{a.min_clock_hz, a.min_voltage_v}, {a.max_clock_hz, a.max_voltage_v}};
-    if (p.boost_clock_hz <= 0) p.boost_clock_hz = p.vf_curve.back().clock_hz;
-  }
+  kind.power_defaults(cfg.chip, p);
   if (p.boost_clock_hz <= 0) fail_at_key(cfg, "power.boost_clock", "is required when power.mode is capped");
   if (p.vf_curve.empty()) fail_at_key(cfg, "power.vf_curve", "is required when power.mode is capped (at least one point)");
   if (p.voltage_floor_v > 0) {
@@ -407,7 +305,7 @@ void resolve_power(LoadedConfig& cfg) {
   if (p.control_period_s > p.time_constant_s) fail_at_key(cfg, "power.control_period", "must not exceed power.time_constant");
   const energy::Table& t = *cfg.energy_table;
   const double r = p.vf_curve.front().voltage_v / t.nominal_voltage;
-  const double idle = p.idle_floor_w + t.static_power_w * (gpu ? cfg.chip.gpu.noc.dies : 1) * r * r;
+  const double idle = p.idle_floor_w + t.static_power_w * kind.leaking_dies(cfg.chip) * r * r;
   if (p.limit_w <= idle)
     fail_at_key(cfg, "power.limit", "is at or below what the chip draws idle at its lowest clock (" + units::format(idle, units::Dim::Power) +
                                         ": power.idle_floor + leakage); the governor could never meet it");
@@ -444,16 +342,16 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
   out.overrides = overrides;
   out.file = path;
   const auto kind_it = leaves.find("kind");
-  if (kind_it == leaves.end()) throw UserError(path + ": missing required key 'kind' (one of: gpu, accelerator)");
+  if (kind_it == leaves.end()) throw UserError(path + ": missing required key 'kind' (one of: " + chip_kinds_text() + ")");
   const Leaf& kind_leaf = kind_it->second;
-  if (!kind_leaf.node.IsScalar()) fail(kind_leaf.value_loc, "kind", "expected gpu or accelerator");
+  if (!kind_leaf.node.IsScalar()) fail(kind_leaf.value_loc, "kind", "expected " + chip_kinds_text(" or "));
   const std::string kind = kind_leaf.node.Scalar();
   const Schema* schema = nullptr;
   try {
     schema = &schema_for(kind);
   } catch (const UserError&) {
     const std::string hint = closest_match(kind, chip_kinds());
-    fail(kind_leaf.value_loc, "kind", "'" + kind + "' is not one of: gpu, accelerator" +
+    fail(kind_leaf.value_loc, "kind", "'" + kind + "' is not one of: " + chip_kinds_text() +
                                           (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
   }
 
@@ -476,7 +374,7 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
       if (const auto it = by_key.find(key.substr(0, dot)); it != by_key.end() && it->second->kind != Kind::StringList)
         fail(leaf.key_loc, it->first, "expected a single value, not a mapping");
     const std::string hint = closest_match(key, all_keys);
-    fail(leaf.key_loc, key, std::string("unknown key for ") + (kind == "accelerator" ? "an " : "a ") + kind + " config" +
+    fail(leaf.key_loc, key, std::string("unknown key for ") + (std::string("aeiou").find(kind[0]) != std::string::npos ? "an " : "a ") + kind + " config" +
                                 (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
                                 "; `xpusim describe` lists every parameter");
   }
@@ -513,8 +411,7 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
       if (e.spec->key == "energy.table") e.text = abs;
   }
   load_table(out);
-  check_consistency(out);
-  resolve_failed_links(out);
+  chip_kind(out.chip.kind).resolve(out);
   resolve_power(out);
   return out;
 }

@@ -32,6 +32,9 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
 // The resolved configuration as YAML that loads again, each value commented with its source.
 std::string resolved_yaml(const LoadedConfig& cfg, const std::string& header_comment);
 
+// Throws UserError at the place `key` got its value (its file and line, or the top-level file).
+[[noreturn]] void fail_at_key(const LoadedConfig& cfg, const std::string& key, const std::string& msg);
+
 // Closest of `candidates` to `word` by edit distance, or "" if none is close.
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "sim/config/chip_kind.h"
 #include "sim/config/units.h"
 #include "sim/config/yaml_util.h"
 #include "sim/error.h"
@@ -39,8 +40,9 @@ energy::Table load(const std::string& path, int depth) {
                                       "class_scale", "data_dependent_share"};
   std::string kind = "gpu";
   if (const YAML::Node k = root["kind"]) {
-    if (!k.IsScalar() || (k.Scalar() != "gpu" && k.Scalar() != "accelerator"))
-      fail(yaml_loc(path, k), "kind", "expected gpu or accelerator");
+    const std::vector<std::string> kinds = chip_kinds();
+    if (!k.IsScalar() || std::find(kinds.begin(), kinds.end(), k.Scalar()) == kinds.end())
+      fail(yaml_loc(path, k), "kind", "expected " + chip_kinds_text(" or "));
     kind = k.Scalar();
   }
   const std::vector<energy::ActionSpec>& list = energy::actions(kind);
@@ -154,8 +156,10 @@ energy::Table load(const std::string& path, int depth) {
 
 energy::Table load_energy_table(const std::string& path) { return load(path, 0); }
 
-EnergyConfig& energy_config(ChipConfig& chip) { return chip.kind == "gpu" ? chip.gpu.energy : chip.accel.energy; }
-const EnergyConfig& energy_config(const ChipConfig& chip) { return chip.kind == "gpu" ? chip.gpu.energy : chip.accel.energy; }
+EnergyConfig& energy_config(ChipConfig& chip) { return chip_kind(chip.kind).energy(chip); }
+const EnergyConfig& energy_config(const ChipConfig& chip) {
+  return chip_kind(chip.kind).energy(const_cast<ChipConfig&>(chip));  // read only: the kinds' accessors are shared
+}
 
 bool has_energy_table(const LoadedConfig& cfg) { return !energy_config(cfg.chip).table.empty(); }
 

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "sim/config/chip_config.h"
+#include "sim/config/chip_kind.h"
 #include "sim/error.h"
 
 namespace xpusim::config {
@@ -502,14 +503,14 @@ Schema make_accelerator_schema() {
 
 }  // namespace
 
-std::vector<std::string> chip_kinds() { return {"gpu", "accelerator"}; }
+const Schema& gpu_schema() {
+  static const Schema s = make_gpu_schema();
+  return s;
+}
 
-const Schema& schema_for(const std::string& kind) {
-  static const Schema gpu = make_gpu_schema();
-  static const Schema accel = make_accelerator_schema();
-  if (kind == "gpu") return gpu;
-  if (kind == "accelerator") return accel;
-  throw UserError("unknown chip kind '" + kind + "' (expected gpu or accelerator)");
+const Schema& accelerator_schema() {
+  static const Schema s = make_accelerator_schema();
+  return s;
 }
 
 }  // namespace xpusim::config

@@ -1,8 +1,8 @@
 #pragma once
 // Runs one simulation: lower the trace, build the chip, simulate, collect results.
 // SystemC elaborates once per process, so a process runs at most one simulation through
-// `simulate`; `simulate_isolated` runs it in a forked child and returns the report JSON, for
-// tests and sweeps that need many runs in one process.
+// `simulate`; report::simulate_isolated (sim/report/isolated.h) runs it in a forked child and
+// returns the report JSON, for the tests and the Python API, which run many in one process.
 #include "models/power/governor.h"
 #include <functional>
 #include <string>
@@ -89,27 +89,5 @@ Topology topology(const config::GpuConfig& g);
 std::vector<lower::LoweredOp> lower_all(const config::LoadedConfig& cfg, const trace::Trace& t);
 
 void simulate(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult& out, const SimOptions& opt = {});
-
-// Forks, simulates in the child and returns the report JSON; a UserError in the child comes
-// back as a UserError here.
-std::string simulate_isolated(const config::LoadedConfig& cfg, const trace::Trace& t, const SimOptions& opt = {});
-
-// simulate_isolated in two halves, for callers with threads: the fork (a caller holding a lock
-// that its other threads take, such as Python's interpreter lock, forks while no other thread
-// is inside a library call whose locks the child would inherit held), then the wait for the
-// report (which may run without that lock). The parent closes the pipe's write end before
-// start_isolated returns, so one child never keeps another's pipe open.
-struct IsolatedRun {
-  int fd = -1;    // the read end of the child's pipe
-  long pid = -1;  // the child
-};
-IsolatedRun start_isolated(const config::LoadedConfig& cfg, const trace::Trace& t, const SimOptions& opt = {});
-// `interrupted`, if given, is asked about ten times a second while the child runs; when it
-// says true the child is killed and finish_isolated throws Interrupted (the Python API's
-// Ctrl-C, which reaches only the interpreter's process).
-struct Interrupted : std::runtime_error {
-  Interrupted() : std::runtime_error("simulation interrupted") {}
-};
-std::string finish_isolated(IsolatedRun run, const std::function<bool()>& interrupted = nullptr);
 
 }  // namespace xpusim::engine

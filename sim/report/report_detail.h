@@ -1,8 +1,9 @@
 #pragma once
 // Internal to sim/report: an op's or a run's metrics from its counters, their energy, and what
-// the JSON, CSV and text writers share. report.cpp builds the report with these; report_json.cpp
-// and report_text.cpp write it.
+// the JSON, CSV and text writers share. report.cpp builds the report with these (through each
+// chip kind's builder); report_json.cpp and report_text.cpp write it.
 #include <string>
+#include <vector>
 
 #include "models/energy/energy_table.h"
 #include "sim/config/chip_config.h"
@@ -31,5 +32,21 @@ void add_energy(Metrics& m, const OpCounters& c, double refreshes, const energy:
                 double static_w, double uncore_w);
 std::string fmt(const char* f, double v);
 std::string pct(double v);
+
+// What every report starts with: versions and the inputs' names.
+Report header(const config::LoadedConfig& cfg, const trace::Trace& t);
+// An op's name, kind, formats and shape, as the report lists them.
+OpReport describe_op(const trace::Op& op);
+// The energy table's path relative to the config's folder, as a config names it.
+std::string table_as_named(const config::LoadedConfig& cfg);
+// Report::time_breakdown of the ops' spans.
+Report::TimeBreakdown time_breakdown(const trace::Trace& t, const std::vector<OpReport>& ops, double end_s);
+
+// Each chip kind's report from its simulation (report_gpu.cpp, report_accelerator.cpp); build()
+// takes the config's kind's from builder_for, which throws UserError for a kind with none.
+Report build_gpu(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r);
+Report build_accelerator(const config::LoadedConfig& cfg, const trace::Trace& t, const engine::SimResult& r);
+using Builder = Report (*)(const config::LoadedConfig&, const trace::Trace&, const engine::SimResult&);
+Builder builder_for(const std::string& kind);
 
 }  // namespace xpusim::report::detail

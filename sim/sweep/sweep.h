@@ -50,6 +50,9 @@ struct Point {
   std::vector<std::pair<std::string, std::string>> serve_args;  // serve: the options and serve.* axes
 };
 
+// An axis key's prefix: a trace override (trace.dtype) or a flag of `xpusim serve` (serve.batch).
+inline const std::string kTracePrefix = "trace.", kServePrefix = "serve.";
+
 // The arguments after `xpusim` that run the point into `dir`. A serve point shares
 // `step_cache` with the sweep's other points and runs `serve_jobs` step simulations at once;
 // with no `dir` it names no folder (what `serve --check` is given).

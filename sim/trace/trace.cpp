@@ -3,10 +3,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -21,11 +17,13 @@
 #include "sim/config/yaml_util.h"
 #include "sim/io/json_strict.h"
 #include "sim/trace/chakra.h"
+#include "sim/trace/trace_fields.h"
 
 namespace xpusim::trace {
 namespace {
 
-constexpr int64_t kMaxDim = int64_t{1} << 40;  // no single dimension beyond 2^40
+using namespace detail;  // the field readers (trace_fields.h)
+
 
 const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
   static const std::vector<std::pair<OpKind, std::vector<std::string>>> keys = {
@@ -52,18 +50,6 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
 }
 const std::vector<std::string> kCommonKeys = {"name", "kind", "dtype", "out_dtype", "stream", "device", "devices", "deps", "switching"};
 
-// `switching`: random (1), zeros (0), or a number between: the operands' bit toggling relative
-// to random data. Returns an empty optional for text that is none of these.
-std::optional<double> parse_switching(const std::string& s) {
-  if (s == "random") return 1.0;
-  if (s == "zeros") return 0.0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0' || !(v >= 0 && v <= 1)) return std::nullopt;
-  return v;
-}
-const char* kSwitchingHelp = "expected random, zeros or a number from 0 (zeros) to 1 (random data)";
-constexpr int64_t kMaxDevice = 4095;
 
 std::vector<std::string> kind_names() {
   std::vector<std::string> v;
@@ -71,240 +57,6 @@ std::vector<std::string> kind_names() {
   return v;
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
-struct Ctx {
-  std::string file;
-  int line_offset = 0;  // JSON Lines: the line of this record in the file, minus one
-  SourceLoc at(const YAML::Node& n) const {
-    SourceLoc l = yaml_loc(file, n);
-    if (l.line > 0) l.line += line_offset;
-    return l;
-  }
-};
-
-[[noreturn]] void fail(const SourceLoc& at, const std::string& key, const std::string& msg) {
-  throw UserError(at.str() + ": " + (key.empty() ? "" : "key '" + key + "': ") + msg);
-}
-
-// A quoted scalar ("64") is a string in YAML and in JSON, whatever it spells.
-// (Text that is no number at all gets the caller's "is not a number" instead.)
-void refuse_quoted(const Ctx& cx, const YAML::Node& n, const std::string& key, const char* what) {
-  if (n.Tag() != "!") return;
-  const std::string& s = n.Scalar();
-  char* end = nullptr;
-  (void)std::strtod(s.c_str(), &end);
-  if (!s.empty() && *end == '\0')
-    fail(cx.at(n), key, std::string("expected ") + what + ", not the string \"" + s + "\" (write it without quotes)");
-}
-
-int64_t get_int(const Ctx& cx, const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi) {
-  if (!n.IsScalar()) fail(cx.at(n), key, "expected a whole number");
-  refuse_quoted(cx, n, key, "a whole number");
-  const std::string s = n.Scalar();
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0') fail(cx.at(n), key, "'" + s + "' is not a whole number");
-  if (errno == ERANGE || v < lo || v > hi)
-    fail(cx.at(n), key, "value " + s + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return v;
-}
-
-// A time with its unit, from 0 to `most_s` (`most_text` in the message; `example` when not a scalar).
-double get_time(const Ctx& cx, const YAML::Node& n, const std::string& key, double most_s, const std::string& most_text,
-                const std::string& example) {
-  if (!n.IsScalar()) fail(cx.at(n), key, "expected a time, e.g. " + example);
-  double v = 0;
-  try {
-    v = units::parse(n.Scalar(), units::Dim::Time).value;
-  } catch (const std::invalid_argument& e) {
-    fail(cx.at(n), key, e.what());
-  }
-  if (!(v >= 0 && v <= most_s)) fail(cx.at(n), key, "must be between 0 s and " + most_text);
-  return v;
-}
-
-double get_double(const Ctx& cx, const YAML::Node& n, const std::string& key, double lo, double hi) {
-  if (!n.IsScalar()) fail(cx.at(n), key, "expected a number");
-  refuse_quoted(cx, n, key, "a number");
-  const std::string s = n.Scalar();
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !std::isfinite(v)) fail(cx.at(n), key, "'" + s + "' is not a number");
-  if (v < lo || v > hi) fail(cx.at(n), key, "value " + s + " is out of range");
-  return v;
-}
-
-bool get_bool(const Ctx& cx, const YAML::Node& n, const std::string& key) {
-  if (n.IsScalar() && n.Scalar() == "true") return true;
-  if (n.IsScalar() && n.Scalar() == "false") return false;
-  fail(cx.at(n), key, "expected true or false");
-}
-
-Dtype get_dtype(const Ctx& cx, const YAML::Node& n, const std::string& key) {
-  if (!n.IsScalar()) fail(cx.at(n), key, "expected a number format");
-  const auto d = parse_dtype(n.Scalar());
-  if (!d) fail(cx.at(n), key, "unknown number format '" + n.Scalar() + "'; one of " + dtype_choices());
-  return *d;
-}
-
-// Weight-only formats: any number format, or a block-scaled one. Block scales: OCP MXFP4 has an
-// E8M0 scale per 32 E2M1 elements (4.25 bits per element; ../shared/reference/formats.md), NVFP4
-// an E4M3 scale per 16 (4.5 bits; NVIDIA Blackwell architecture), OCP MXFP8 an E8M0 scale per
-// 32 E4M3 elements (8.25 bits). Plain int4 weights get the fp16 scale per group of 128 that GPTQ
-// and AWQ checkpoints use unless weight_group says.
-// Sets `f` as o's weight format; returns what is wrong with it, or "". `group` (< 0: the
-// format's default) applies to formats without a fixed block: the caller refuses it for the MX
-// formats and nvfp4, where it can say which key.
-bool fixed_block(const std::string& f) { return f == "mxfp4" || f == "nvfp4" || f == "mxfp8"; }
-
-std::string set_weight_format(Op& o, const std::string& f, int64_t group) {
-  if (fixed_block(f)) {
-    o.weight_dtype = f == "mxfp8" ? Dtype::fp8_e4m3 : Dtype::fp4;
-    o.weight_group = f == "nvfp4" ? 16 : 32;
-    o.weight_scale_bits = 8;
-  } else {
-    const auto d = parse_dtype(f);
-    if (!d) return "unknown number format '" + f + "'; one of " + dtype_choices() + ", mxfp8, mxfp4, nvfp4";
-    o.weight_dtype = *d;
-    o.weight_group = group >= 0 ? group : (*d == Dtype::int4 ? 128 : 0);
-    o.weight_scale_bits = 16;
-  }
-  if (dtype_bits(o.weight_dtype) > dtype_bits(o.dtype))
-    return "weights in " + f + " are wider than the op's dtype (" + dtype_name(o.dtype) +
-           "); weight-only quantisation stores them narrower than the math format";
-  o.weight_format = f;
-  if (o.weight_dtype == o.dtype && o.weight_group == 0) o.weight_format.clear();  // B stored as dtype: nothing special
-  return "";
-}
-
-void parse_weight_format(const Ctx& cx, const YAML::Node& n, const std::string& path, Op& o) {
-  const YAML::Node wd = n["weight_dtype"];
-  if (!wd.IsScalar()) fail(cx.at(wd), path + ".weight_dtype", "expected a number format");
-  int64_t group = -1;
-  if (const YAML::Node g = n["weight_group"]) {
-    if (fixed_block(wd.Scalar())) fail(cx.at(g), path + ".weight_group", wd.Scalar() + " fixes its block size");
-    group = get_int(cx, g, path + ".weight_group", 0, kMaxDim);
-  }
-  const std::string problem = set_weight_format(o, wd.Scalar(), group);
-  if (!problem.empty()) fail(cx.at(wd), path + ".weight_dtype", problem);
-}
-
-// One of `choices`, or an error listing them with the closest as a hint.
-std::string get_choice(const Ctx& cx, const YAML::Node& n, const std::string& key, const std::vector<std::string>& choices) {
-  if (!n.IsScalar() || std::find(choices.begin(), choices.end(), n.Scalar()) == choices.end()) {
-    const std::string hint = n.IsScalar() ? config::closest_match(n.Scalar(), choices) : "";
-    fail(cx.at(n), key, "expected one of " + join(choices) + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-  }
-  return n.Scalar();
-}
-
-int64_t checked_product(const Ctx& cx, const YAML::Node& at, const std::string& key, std::initializer_list<int64_t> v) {
-  int64_t p = 1;
-  for (int64_t x : v)
-    if (__builtin_mul_overflow(p, x, &p) || p > (int64_t{1} << 50))
-      fail(cx.at(at), key, "sizes multiply to more than 2^50 elements");
-  return p;
-}
-
-// `devices`: a list of GPU indices, "all", or a range "a-b".
-void parse_devices(const Ctx& cx, const YAML::Node& n, const std::string& key, Op& o) {
-  o.devices.clear();
-  o.all_devices = false;
-  if (n.IsScalar() && n.Scalar() == "all") {
-    o.all_devices = true;
-    return;
-  }
-  if (n.IsScalar()) {
-    long long a = -1, b = -1;
-    char tail = 0;
-    if (std::sscanf(n.Scalar().c_str(), "%lld-%lld%c", &a, &b, &tail) != 2 || a < 0 || b < a || b > kMaxDevice)
-      fail(cx.at(n), key, "'" + n.Scalar() + "': expected a list of device indices, a range such as \"0-7\", or all");
-    for (long long d = a; d <= b; ++d) o.devices.push_back(static_cast<int>(d));
-    return;
-  }
-  if (!n.IsSequence() || n.size() == 0) fail(cx.at(n), key, "expected a non-empty list of device indices, a range such as \"0-7\", or all");
-  for (size_t i = 0; i < n.size(); ++i) {
-    const int d = static_cast<int>(get_int(cx, n[i], key + "[" + std::to_string(i) + "]", 0, kMaxDevice));
-    if (std::find(o.devices.begin(), o.devices.end(), d) != o.devices.end())
-      fail(cx.at(n[i]), key, "device " + std::to_string(d) + " is listed twice");
-    o.devices.push_back(d);
-  }
-}
-
-// What an op waits for: its deps, and on each GPU it runs on the op before it in its stream (as
-// the engine launches them). An op on every GPU of the system is taken to run on every GPU the
-// trace names.
-std::vector<std::vector<std::pair<size_t, bool>>> waits_for(const Trace& t) {
-  std::set<int> named{0};
-  for (const Op& o : t.ops)
-    if (!o.all_devices) named.insert(o.devices.begin(), o.devices.end());
-  std::vector<std::vector<std::pair<size_t, bool>>> preds(t.ops.size());  // (op, by stream order)
-  std::map<std::pair<int, int>, size_t> last;
-  for (size_t i = 0; i < t.ops.size(); ++i) {
-    const Op& o = t.ops[i];
-    for (size_t d : o.deps) preds[i].push_back({d, false});
-    for (int dev : o.all_devices ? std::vector<int>(named.begin(), named.end()) : o.devices) {
-      auto [it, fresh] = last.try_emplace({dev, o.stream}, i);
-      if (!fresh) {
-        preds[i].push_back({it->second, true});
-        it->second = i;
-      }
-    }
-  }
-  return preds;
-}
-
-// Depth-first over what each op waits for, without recursion (traces run to millions of ops).
-void check_cycles(const Trace& t) {
-  const auto preds = waits_for(t);
-  const size_t n = t.ops.size();
-  enum : char { kNew, kOpen, kDone };
-  std::vector<char> state(n, kNew);
-  std::vector<size_t> parent(n, n);
-  std::vector<bool> by_stream(n, false);  // parent waits for this op by stream order
-  std::vector<std::pair<size_t, size_t>> stack;  // (op, next edge)
-  for (size_t root = 0; root < n; ++root) {
-    if (state[root] != kNew) continue;
-    stack.push_back({root, 0});
-    state[root] = kOpen;
-    while (!stack.empty()) {
-      auto& [u, e] = stack.back();
-      if (e == preds[u].size()) {
-        state[u] = kDone;
-        stack.pop_back();
-        continue;
-      }
-      const auto [v, stream] = preds[u][e++];
-      if (state[v] == kNew) {
-        state[v] = kOpen;
-        parent[v] = u;
-        by_stream[v] = stream;
-        stack.push_back({v, 0});
-      } else if (state[v] == kOpen) {
-        // v ... u are open on the stack: v waits (through them) for u, and u waits for v.
-        std::vector<std::string> ring{t.ops[v].name};
-        std::vector<size_t> chain;
-        for (size_t x = u; x != v; x = parent[x]) chain.push_back(x);
-        std::reverse(chain.begin(), chain.end());
-        for (size_t x : chain) ring.push_back((by_stream[x] ? "(stream order) " : "") + t.ops[x].name);
-        ring.push_back((stream ? "(stream order) " : "") + t.ops[v].name);
-        std::string text;
-        const size_t shown = std::min<size_t>(ring.size(), 12);
-        for (size_t i = 0; i < shown; ++i) text += (i ? " -> " : "") + ring[i];
-        if (shown < ring.size()) text += " -> ... (" + std::to_string(ring.size() - 1) + " ops)";
-        fail(t.ops[v].loc, "deps",
-             "dependency cycle: " + text + " (each op waits for the next; ops on one GPU's stream also wait for "
-             "the op before them in the trace), so the trace could never finish");
-      }
-    }
-  }
-}
 
 class Parser {
  public:
@@ -761,48 +513,6 @@ Trace load_trace(const std::string& path) {
   if (t.ops.empty()) throw UserError(path + ": trace has no ops");
   if (t.name.empty()) t.name = std::filesystem::path(path).stem().string();
   return t;
-}
-
-static void apply_one_override(Trace& t, const std::string& key, const std::string& value);
-
-void apply_override(Trace& t, const std::string& key, const std::string& value) {
-  apply_one_override(t, key, value);
-  t.overrides.push_back(key + "=" + value);
-}
-
-static void apply_one_override(Trace& t, const std::string& key, const std::string& value) {
-  const std::string where = "trace override '" + key + "=" + value + "'";
-  if (key == "dtype") {
-    const auto d = parse_dtype(value);
-    if (!d) throw UserError(where + ": unknown number format; one of " + dtype_choices());
-    for (Op& o : t.ops)
-      if (o.kind == OpKind::gemm || o.kind == OpKind::conv2d || o.kind == OpKind::attention) {
-        o.dtype = *d;
-        o.out_dtype = *d;  // as a trace that gives only dtype
-        if (o.weight_only()) {
-          const std::string problem = set_weight_format(o, o.weight_format, -1);
-          if (!problem.empty()) throw UserError(where + ": op '" + o.name + "': " + problem);
-        }
-      }
-  } else if (key == "weight_dtype") {
-    for (Op& o : t.ops)
-      if (o.kind == OpKind::gemm || o.kind == OpKind::conv2d) {
-        const std::string problem = set_weight_format(o, value, -1);
-        if (!problem.empty()) throw UserError(where + ": op '" + o.name + "': " + problem);
-      }
-  } else if (key == "sparsity") {
-    if (value != "2:4" && value != "none") throw UserError(where + ": expected \"2:4\" or none");
-    for (Op& o : t.ops)
-      if (o.kind == OpKind::gemm) o.sparse_2_4 = value == "2:4";
-  } else if (key == "switching") {
-    const std::optional<double> v = parse_switching(value);
-    if (!v) throw UserError(where + ": " + kSwitchingHelp);
-    for (Op& o : t.ops) o.switching = *v;
-  } else {
-    const std::string hint = config::closest_match(key, {"dtype", "weight_dtype", "sparsity", "switching"});
-    throw UserError(where + ": unknown trace key; one of dtype, weight_dtype, sparsity, switching" +
-                    (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-  }
 }
 
 }  // namespace xpusim::trace

@@ -5,6 +5,7 @@
 #include "helpers.h"
 #include "sim/config/config_loader.h"
 #include "sim/engine/simulate.h"
+#include "sim/report/isolated.h"
 #include "sim/trace/trace.h"
 
 using xpusim::testing::error_of;
@@ -127,7 +128,7 @@ TEST_CASE("ops on two streams overlap, dependent ops do not", "[sim][bounds]") {
 TEST_CASE("the same inputs give byte-identical reports", "[sim][determinism]") {
   const auto cfg = xpusim::config::load_config(kH100);
   const auto tr = xpusim::trace::load_trace(source_path("tests/data/gemm-small.yaml"));
-  CHECK(xpusim::engine::simulate_isolated(cfg, tr) == xpusim::engine::simulate_isolated(cfg, tr));
+  CHECK(xpusim::report::simulate_isolated(cfg, tr) == xpusim::report::simulate_isolated(cfg, tr));
 }
 
 TEST_CASE("a dependent chain of mixed ops runs to the end, each after the last", "[sim][driver]") {

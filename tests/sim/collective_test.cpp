@@ -8,6 +8,7 @@
 #include "helpers.h"
 #include "sim/config/config_loader.h"
 #include "sim/engine/simulate.h"
+#include "sim/report/isolated.h"
 #include "sim/trace/trace.h"
 
 using xpusim::testing::error_of;
@@ -211,7 +212,7 @@ TEST_CASE("failed or removed links slow a collective, and a cut-off GPU is an er
   const auto tr = xpusim::trace::load_trace(temp_file(t));
   const std::string e = error_of([&] { xpusim::engine::lower_all(cfg, tr); });
   CHECK_THAT(e, Catch::Contains("GPU 3 has no working NVLink port"));
-  CHECK_THAT(error_of([&] { xpusim::engine::simulate_isolated(cfg, tr); }), Catch::Contains("GPU 3"));
+  CHECK_THAT(error_of([&] { xpusim::report::simulate_isolated(cfg, tr); }), Catch::Contains("GPU 3"));
   // A compute op on the cut-off GPU still runs: only traffic needs the links.
   const YAML::Node r = simulate(kDgx, one_op("{name: g, kind: gemm, m: 256, n: 256, k: 256, device: 3}"), {all});
   CHECK(d(r["ops"][0]["time_s"]) > 0);

@@ -11,6 +11,7 @@
 #include "helpers.h"
 #include "sim/config/config_loader.h"
 #include "sim/engine/simulate.h"
+#include "sim/report/isolated.h"
 #include "sim/trace/trace.h"
 
 using xpusim::testing::source_path;
@@ -35,7 +36,7 @@ YAML::Node run(const std::vector<std::string>& sets, xpusim::engine::Fidelity f)
   const auto tr = xpusim::trace::load_trace(temp_file(kTrace));
   xpusim::engine::SimOptions opt;
   opt.fidelity = f;
-  return YAML::Load(xpusim::engine::simulate_isolated(cfg, tr, opt));
+  return YAML::Load(xpusim::report::simulate_isolated(cfg, tr, opt));
 }
 
 double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
@@ -86,7 +87,7 @@ TEST_CASE("fast fidelity stays within 1% of exact in time and 2% in energy under
 TEST_CASE("exact fidelity is the default of the engine and reuses nothing", "[sim][fidelity]") {
   const auto cfg = xpusim::config::load_config(source_path("configs/h100-sxm.yaml"));
   const auto tr = xpusim::trace::load_trace(temp_file(kTrace));
-  const YAML::Node r = YAML::Load(xpusim::engine::simulate_isolated(cfg, tr));
+  const YAML::Node r = YAML::Load(xpusim::report::simulate_isolated(cfg, tr));
   CHECK(r["fidelity"]["mode"].as<std::string>() == "exact");
   for (const auto& op : r["ops"]) CHECK(!op["fidelity"]);
 }
@@ -109,7 +110,7 @@ ops:
   auto run_at = [&](xpusim::engine::Fidelity f) {
     xpusim::engine::SimOptions opt;
     opt.fidelity = f;
-    return YAML::Load(xpusim::engine::simulate_isolated(cfg, tr, opt));
+    return YAML::Load(xpusim::report::simulate_isolated(cfg, tr, opt));
   };
   const YAML::Node exact = run_at(xpusim::engine::Fidelity::exact), fast = run_at(xpusim::engine::Fidelity::fast);
   const YAML::Node last_exact = exact["ops"][4], last_fast = fast["ops"][4];

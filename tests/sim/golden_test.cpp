@@ -9,6 +9,7 @@
 #include "helpers.h"
 #include "sim/config/config_loader.h"
 #include "sim/engine/simulate.h"
+#include "sim/report/isolated.h"
 #include "sim/trace/trace.h"
 
 using xpusim::testing::source_path;
@@ -16,7 +17,7 @@ using xpusim::testing::source_path;
 TEST_CASE("golden report for tests/data/gemm-small.yaml on h100-sxm", "[sim][golden]") {
   const auto cfg = xpusim::config::load_config(source_path("configs/h100-sxm.yaml"));
   const auto tr = xpusim::trace::load_trace(source_path("tests/data/gemm-small.yaml"));
-  const YAML::Node got = YAML::Load(xpusim::engine::simulate_isolated(cfg, tr));
+  const YAML::Node got = YAML::Load(xpusim::report::simulate_isolated(cfg, tr));
   const YAML::Node want = YAML::LoadFile(source_path("tests/golden/h100-gemm-small.json"));
   REQUIRE(got["ops"].size() == want["ops"].size());
   auto near = [](const YAML::Node& a, const YAML::Node& b) {

@@ -9,6 +9,7 @@
 #include "sim/config/config_loader.h"
 #include "sim/config/limits.h"
 #include "sim/engine/simulate.h"
+#include "sim/report/isolated.h"
 #include "sim/trace/trace.h"
 
 using xpusim::testing::error_of;
@@ -31,7 +32,7 @@ std::string stall_of(const std::string& trace_text, const char* fault) {
   if (fault) setenv("XPUSIM_FAULT", fault, 1);
   std::string what;
   try {
-    xpusim::engine::simulate_isolated(cfg, tr);
+    xpusim::report::simulate_isolated(cfg, tr);
   } catch (const xpusim::StallError& e) {
     what = e.what();
   }

@@ -3,7 +3,10 @@
 #include <fstream>
 
 #include "helpers.h"
+#include "sim/config/chip_kind.h"
 #include "sim/config/config_loader.h"
+#include "sim/engine/target.h"
+#include "sim/report/report_detail.h"
 
 using namespace xpusim;
 using xpusim::testing::error_of;
@@ -216,4 +219,20 @@ TEST_CASE("persistent GEMM kernels are refused where the GEMMs are mma_sync's", 
   CHECK_NOTHROW(config::load_config(h100, {"kernels.gemm.persistent=false"}));
   // The B200 inherits the key from the H100; its tcgen05 kernels are persistent anyway.
   CHECK_NOTHROW(config::load_config(source_path("configs/b200.yaml")));
+}
+
+TEST_CASE("every chip kind a config may name has its engine target and its report", "[config]") {
+  // The three lists (sim/config/chip_kinds.cpp, sim/engine/targets.cpp, sim/report/report.cpp)
+  // must agree: a kind in the first alone would load and then fail to run.
+  const std::vector<std::string> kinds = config::chip_kinds();
+  CHECK(kinds == std::vector<std::string>{"gpu", "accelerator"});
+  for (const std::string& k : kinds) {
+    INFO(k);
+    CHECK_NOTHROW(engine::target_for(k));
+    CHECK_NOTHROW(report::detail::builder_for(k));
+    CHECK(config::schema_for(k).kind == k);
+  }
+  CHECK_THROWS_AS(engine::target_for("tpu"), UserError);
+  CHECK_THROWS_AS(report::detail::builder_for("tpu"), UserError);
+  CHECK_THROWS_AS(config::chip_kind("tpu"), UserError);
 }

@@ -1,11 +1,14 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
 #include "sim/config/yaml_util.h"
 #include "sim/io/json_strict.h"
 #include "sim/report/json_writer.h"
+#include "sim/trace/op_fields.h"
 #include "sim/trace/trace.h"
 
 using namespace xpusim;
@@ -272,4 +275,50 @@ TEST_CASE("report strings are written as JSON a strict reader reads back unchang
   report::JsonWriter w;
   w.begin_object().field("name", std::string("bad \xff byte")).end_object();
   CHECK(error_of([&] { io::check_strict_json(w.str(), "w.json", 1); }).empty());
+}
+
+namespace {
+// Changes one field's value, whatever its type.
+struct Nudge {
+  void operator()(std::string& x) const { x += "x"; }
+  void operator()(bool& x) const { x = !x; }
+  void operator()(int& x) const { ++x; }
+  void operator()(int64_t& x) const { ++x; }
+  void operator()(double& x) const { x += 0.5; }
+  void operator()(trace::OpKind& x) const { x = x == trace::OpKind::gemm ? trace::OpKind::conv2d : trace::OpKind::gemm; }
+  void operator()(Dtype& x) const { x = x == Dtype::bf16 ? Dtype::fp16 : Dtype::bf16; }
+  void operator()(SourceLoc& x) const { ++x.line; }
+  template <class T>
+  void operator()(std::vector<T>& x) const { x.push_back(T{}); }
+};
+}  // namespace
+
+TEST_CASE("Every field of trace::Op is listed once in visit_fields, and each work field is in the memo key", "[trace]") {
+  trace::Op op;
+  std::vector<const void*> seen;
+  std::vector<std::string> names;
+  trace::visit_fields(op, [&](const char* name, const auto& field, trace::FieldRole) {
+    seen.push_back(&field);
+    names.push_back(name);
+  });
+  // A field added to Op and not to visit_fields (sim/trace/op_fields.h) fails here: fast
+  // fidelity would otherwise let two kernels that differ in it share one simulation.
+  CHECK(seen.size() == trace::aggregate_fields<trace::Op>());
+  std::vector<const void*> distinct = seen;
+  std::sort(distinct.begin(), distinct.end());
+  CHECK(std::unique(distinct.begin(), distinct.end()) == distinct.end());
+  CHECK(trace::aggregate_fields<SourceLoc>() == 3);  // the counter counts
+
+  // Changing any one field changes work_key exactly when the field is a work field.
+  const std::string base = trace::work_key(op);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    trace::Op changed = op;
+    size_t j = 0;
+    trace::FieldRole role = trace::FieldRole::work;
+    trace::visit_fields(changed, [&](const char*, auto& field, trace::FieldRole r) {
+      if (j++ == i) Nudge{}(field), role = r;
+    });
+    INFO(names[i]);
+    CHECK((trace::work_key(changed) != base) == (role == trace::FieldRole::work));
+  }
 }
