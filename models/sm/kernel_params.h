@@ -1,9 +1,22 @@
 #pragma once
 // How the kernel library lowers ops to CTAs (the choices a tuned library such as CUTLASS makes).
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace xpusim {
+
+// The matrix-multiply instructions a tensor-core kernel issues: mma_sync (Volta to Ampere, a
+// warp's MMA), wgmma (Hopper, a warpgroup's asynchronous MMA), tcgen05 (Blackwell, the MMA into
+// tensor memory). kMmaNames is the one table of their names, for the config and for messages.
+enum class Mma { mma_sync, wgmma, tcgen05 };
+inline const std::vector<std::pair<Mma, std::string>> kMmaNames = {
+    {Mma::mma_sync, "mma_sync"}, {Mma::wgmma, "wgmma"}, {Mma::tcgen05, "tcgen05"}};
+inline const std::string& mma_name(Mma m) {
+  for (const auto& [value, name] : kMmaNames)
+    if (value == m) return name;
+  return kMmaNames.front().second;  // unreachable: every value is in the table
+}
 
 struct KernelLibParams {
   double launch_gap_s = 0;               // gap between dependent kernels on a stream
@@ -17,7 +30,7 @@ struct KernelLibParams {
   double gemm_cta_setup_s = 0;           // tensor-core GEMMs: a resident CTA's set-up before its first MMA
   int gemm_raster_group = 0;             // CTA rasterisation swizzle group (rows of tiles)
   int gemm_cluster_m = 1;                // CTAs along M per cluster sharing B by TMA multicast
-  std::string gemm_mma = "wgmma";        // MMA the GEMM kernels issue: wgmma (Hopper) or tcgen05 (Blackwell)
+  Mma gemm_mma = Mma::wgmma;             // MMA the GEMM kernels issue
   bool gemm_split_k = true;              // wgmma: split K across CTAs where tiles leave SMs idle
   std::string gemm_split_k_reduction = "kernel";  // split-K's partials added by a second kernel, or serially by the last split
   bool gemm_stream_k = true;             // wgmma: stream-K where tiles leave a ragged last wave
@@ -34,7 +47,7 @@ struct KernelLibParams {
   int attention_q_tile = 0;              // query rows per fused-attention CTA
   int attention_kv_tile = 0;             // key/value rows per inner step
   int attention_threads = 0;
-  std::string attention_mma = "wgmma";   // as gemm_mma, for fused attention
+  Mma attention_mma = Mma::wgmma;        // as gemm_mma, for fused attention (wgmma or tcgen05)
 };
 
 }  // namespace xpusim

@@ -36,22 +36,22 @@ void check_consistency(const LoadedConfig& cfg) {
   if (g.sm.l1_cache_bytes < 128.0 * g.sm.l1_associativity) bad("sm.l1_cache", "must hold at least one set of 128 B lines");
   // tcgen05 kernels need Blackwell's tensor cores; Blackwell may run Hopper's kernels (an
   // ablation: what the old kernels would do on the new chip).
-  for (const auto& [key, mma] : {std::pair<std::string, std::string>{"kernels.gemm.mma", g.kernels.gemm_mma},
+  for (const auto& [key, mma] : {std::pair<std::string, Mma>{"kernels.gemm.mma", g.kernels.gemm_mma},
                                  {"kernels.attention.mma", g.kernels.attention_mma}}) {
-    if (mma != "tcgen05") continue;
+    if (mma != Mma::tcgen05) continue;
     if (g.tensor_core.generation < 5)
       bad(key, "tcgen05 needs fifth-generation tensor cores, and tensor_core.generation is " +
                    std::to_string(g.tensor_core.generation) + " (Hopper's kernels are wgmma)");
     if (g.tensor_core.tensor_memory_bytes < 128.0 * 4 * 32)
       bad("tensor_core.tensor_memory", "tcgen05 kernels (" + key + ") keep accumulators in tensor memory; it must hold at least 32 columns (16 KiB)");
   }
-  if (g.kernels.gemm_mma == "wgmma" && g.tensor_core.per_sm > 0 && g.tensor_core.generation < 4)
+  if (g.kernels.gemm_mma == Mma::wgmma && g.tensor_core.per_sm > 0 && g.tensor_core.generation < 4)
     bad("kernels.gemm.mma", "wgmma needs Hopper's tensor cores (generation 4 or more), and tensor_core.generation is " +
                                 std::to_string(g.tensor_core.generation) + ": its kernels are mma_sync");
-  if (g.kernels.gemm_persistent && g.kernels.gemm_mma == "mma_sync")
+  if (g.kernels.gemm_persistent && g.kernels.gemm_mma == Mma::mma_sync)
     bad("kernels.gemm.persistent", "persistent GEMM kernels are wgmma's (Hopper's); kernels.gemm.mma is mma_sync");
-  if (g.kernels.gemm_cta_pair && g.kernels.gemm_mma != "tcgen05")
-    bad("kernels.gemm.cta_pair", "the 2-SM MMA is a tcgen05 instruction; kernels.gemm.mma is " + g.kernels.gemm_mma);
+  if (g.kernels.gemm_cta_pair && g.kernels.gemm_mma != Mma::tcgen05)
+    bad("kernels.gemm.cta_pair", "the 2-SM MMA is a tcgen05 instruction; kernels.gemm.mma is " + mma_name(g.kernels.gemm_mma));
   if (g.kernels.gemm_cta_pair && g.kernels.gemm_cluster_m % 2 != 0)
     bad("kernels.gemm.cluster_m", "must be even with kernels.gemm.cta_pair (a cluster holds whole 2-SM pairs)");
   const SystemParams& sys = g.system;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/config/units.h"
@@ -94,6 +95,18 @@ class SectionBuilder {
                          const std::string& desc) {
     return add(key, Kind::Enum, units::Dim::None, n, any(), std::move(choices), desc,
                [get](void* p, const Value& v) { std::invoke(get, *static_cast<P*>(p)) = v.text; });
+  }
+  // One of an enum's values, by the names of `table` (the enum's name table, or the part of it
+  // that applies): the config's text is parsed once, here, and the model sees the enum.
+  template <class G, class E>
+  SectionBuilder& choice(const std::string& key, G get, const std::vector<std::pair<E, std::string>>& table, Need n,
+                         const std::string& desc) {
+    std::vector<std::string> names;
+    for (const auto& entry : table) names.push_back(entry.second);
+    return add(key, Kind::Enum, units::Dim::None, n, any(), std::move(names), desc, [get, table](void* p, const Value& v) {
+      for (const auto& [value, name] : table)
+        if (name == v.text) std::invoke(get, *static_cast<P*>(p)) = value;
+    });
   }
   template <class G>
   SectionBuilder& text(const std::string& key, G get, Need n, const std::string& desc) {

@@ -378,7 +378,7 @@ Schema make_gpu_schema() {
                "CTAs along M in a thread-block cluster; they share each B tile by TMA multicast (1 = no clusters)")
       .integer("gemm.threads", &KernelLibParams::gemm_threads, def("384"), between(32, 1024),
                "Threads per GEMM CTA (one producer and two consumer warpgroups); wgmma kernels")
-      .choice("gemm.mma", &KernelLibParams::gemm_mma, {"mma_sync", "wgmma", "tcgen05"}, def("wgmma"),
+      .choice("gemm.mma", &KernelLibParams::gemm_mma, kMmaNames, def("wgmma"),
               "MMA the GEMM kernels are written for: mma_sync (Volta to Ampere: warp-level MMAs on register operands "
               "loaded from shared memory), wgmma (Hopper's warpgroup MMA, one CTA per tile or persistent (gemm.persistent); needs "
               "tensor_core.generation 4 or more) or tcgen05 (Blackwell: persistent CTAs, accumulators in tensor memory; needs tensor_core.generation 5)")
@@ -428,7 +428,8 @@ Schema make_gpu_schema() {
             "Decode kernels where a KV head's query rows (seq_q x heads/kv_heads) fit one 64-row MMA block: a CTA per "
             "(sequence, KV head) with the whole group, the KV sequence split over CTAs that fill the SMs and combined "
             "by a second kernel (flash-decoding); false pads each query head to a q tile as prefill kernels do")
-      .choice("attention.mma", &KernelLibParams::attention_mma, {"wgmma", "tcgen05"}, def("wgmma"),
+      .choice("attention.mma", &KernelLibParams::attention_mma,
+              std::vector<std::pair<Mma, std::string>>{{Mma::wgmma, "wgmma"}, {Mma::tcgen05, "tcgen05"}}, def("wgmma"),
               "MMA the fused-attention kernel is written for: wgmma (FlashAttention-3 style, accumulators in "
               "registers) or tcgen05 (scores and output in tensor memory, two query tiles per CTA; needs "
               "tensor_core.generation 5)");

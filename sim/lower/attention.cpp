@@ -277,7 +277,7 @@ LoweredOp Lowering::attention(const Op& op) {
     throw UserError(op.loc.str() + ": op '" + op.name + "': fused attention is modelled for Hopper's and Blackwell's kernels "
                     "(tensor_core.generation 4 or 5; this chip's is " + std::to_string(tc.generation) +
                     "): give this chip attention as its GEMMs and softmax (scripts/xpusim-trace.py --attention unfused)");
-  std::shared_ptr<AttentionProgram> p = kl.attention_mma == "tcgen05" ? make_tcgen05_attention() : make_wgmma_attention();
+  std::shared_ptr<AttentionProgram> p = kl.attention_mma == Mma::tcgen05 ? make_tcgen05_attention() : make_wgmma_attention();
   p->batch = op.batch;
   p->heads = op.heads;
   p->kv_heads = op.kv_heads;

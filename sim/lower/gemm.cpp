@@ -441,8 +441,8 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
     throw UserError(op.loc.str() + ": op '" + op.name + "': weight-only quantised GEMMs run on tensor cores; this chip's take no " +
                     dtype_name(op.dtype));
 
-  const bool tcgen05 = !simt && kl.gemm_mma == "tcgen05";
-  const bool mma_sync = !simt && kl.gemm_mma == "mma_sync";
+  const bool tcgen05 = !simt && kl.gemm_mma == Mma::tcgen05;
+  const bool mma_sync = !simt && kl.gemm_mma == Mma::mma_sync;
   const bool fp8_math = op.dtype == Dtype::fp8_e4m3 || op.dtype == Dtype::fp8_e5m2;
   std::shared_ptr<GemmProgram> p = simt_conv ? make_simt_conv_gemm()
                                    : simt      ? make_simt_gemm()

@@ -1,7 +1,7 @@
 #pragma once
 // The report's account of the fast fidelity: what each op reused or extrapolated and the run's
 // totals (docs/performance.md).
-#include "sim/engine/simulate.h"
+#include "sim/engine/result.h"
 #include "sim/report/json_writer.h"
 #include "sim/report/report.h"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "sim/config/config_loader.h"
-#include "sim/engine/simulate.h"
+#include "sim/engine/result.h"
 #include "sim/trace/trace.h"
 
 namespace xpusim::report {

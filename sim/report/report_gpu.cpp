@@ -1,5 +1,7 @@
 #include "sim/report/report_detail.h"
 
+#include "sim/engine/simulate.h"
+
 #include <algorithm>
 #include <limits>
 #include <sstream>

@@ -70,7 +70,7 @@ TEST_CASE("shipped configs load with their published figures", "[config]") {
   CHECK(2.0 * b.sm.count * b.tensor_core.per_sm * b.tensor_core.macs_per_clock.fp4 * b.sm.clock_hz == Approx(9e15).epsilon(2e-3));
   CHECK(b.tensor_core.generation == 5);
   CHECK(b.tensor_core.tensor_memory_bytes == Approx(256.0 * 1024));
-  CHECK(b.kernels.gemm_mma == "tcgen05");
+  CHECK(b.kernels.gemm_mma == Mma::tcgen05);
 
   // The GB200's GPU: the B200 at the brief's 2.5 PFLOPS dense bf16, 186 GB, a 1200 W limit.
   const auto gb200 = config::load_config(source_path("configs/gb200.yaml"));
