@@ -42,12 +42,13 @@ std::string range_text(const config::ParamSpec& p) {
 int cmd_describe(const std::string& cmd, const std::vector<std::string>& args, std::ostream& out) {
   po::options_description d(
       "xpusim describe: every parameter of every model, or a config's resolved values\n\n"
-      "usage: xpusim describe [--kind gpu|accelerator] [--model SECTION] [--format text|markdown]\n"
+      "usage: xpusim describe [--kind " + config::chip_kinds_text("|") + "] [--model SECTION] [--format text|markdown]\n"
       "       xpusim describe --config FILE [--set key=value ...]\n\noptions");
+  const std::string kind_help = "only this chip kind: " + config::chip_kinds_text(" or ");
   d.add_options()("help,h", "show this help")
       ("config,c", po::value<std::string>(), "show this config's resolved values and where each came from")
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value (repeatable)")
-      ("kind,k", po::value<std::string>(), "only this chip kind: gpu or accelerator")
+      ("kind,k", po::value<std::string>(), kind_help.c_str())
       ("model,m", po::value<std::string>(), "only this section, e.g. sm, l2, hbm")
       ("format,f", po::value<std::string>()->default_value("text"), "text or markdown");
   const auto parsed = parse_command(cmd, args, d, out);
@@ -66,11 +67,8 @@ int cmd_describe(const std::string& cmd, const std::vector<std::string>& args, s
   std::vector<std::string> kinds = config::chip_kinds();
   if (vm.count("kind")) {
     const std::string k = vm["kind"].as<std::string>();
-    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) {
-      std::string all;
-      for (const auto& x : kinds) all += (all.empty() ? "" : " or ") + x;
-      throw UsageError("xpusim describe: --kind " + k + ": no such chip kind (expected " + all + ")");
-    }
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end())
+      throw UsageError("xpusim describe: --kind " + k + ": no such chip kind (expected " + config::chip_kinds_text(" or ") + ")");
     kinds = {k};
   }
   const std::string model = vm.count("model") ? vm["model"].as<std::string>() : "";

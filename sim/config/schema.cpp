@@ -349,6 +349,10 @@ Schema make_gpu_schema() {
       .choice("page_policy", &HbmParams::page_policy, {"open", "closed"}, def("open"),
               "Leave rows open after an access (open) or precharge at once (closed)");
 
+  // Fused attention is written for the asynchronous MMAs only: kMmaNames less mma_sync.
+  std::vector<std::pair<Mma, std::string>> attention_mmas;
+  for (const auto& entry : kMmaNames)
+    if (entry.first != Mma::mma_sync) attention_mmas.push_back(entry);
   section<KernelLibParams>(s, "kernels", "How the kernel library lowers ops to CTAs",
                            [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->kernels; })
       .quantity("launch_gap", &KernelLibParams::launch_gap_s, Dim::Time, def("1 us"), between(0, 1),
@@ -429,7 +433,7 @@ Schema make_gpu_schema() {
             "(sequence, KV head) with the whole group, the KV sequence split over CTAs that fill the SMs and combined "
             "by a second kernel (flash-decoding); false pads each query head to a q tile as prefill kernels do")
       .choice("attention.mma", &KernelLibParams::attention_mma,
-              std::vector<std::pair<Mma, std::string>>{{Mma::wgmma, "wgmma"}, {Mma::tcgen05, "tcgen05"}}, def("wgmma"),
+              attention_mmas, def("wgmma"),
               "MMA the fused-attention kernel is written for: wgmma (FlashAttention-3 style, accumulators in "
               "registers) or tcgen05 (scores and output in tensor memory, two query tiles per CTA; needs "
               "tensor_core.generation 5)");
