@@ -13,13 +13,19 @@ kernel durations by the profiler's timestamps), against the second call's kernel
 group, small GEMM kernels alone against K, after an L2 flush (`gemm_kernel_costs.py`); the
 `gemm_parts` group, the same kernels back to back after a flush (`gemm_cold_parts.py`: each GEMM
 the second of its call, its code warm and its operands in HBM, as the simulated second call),
-whose bf16 64^3 row set `kernels.gemm.cta_setup` (marked "fitted"; the others are held out). Prints a
-Markdown table with the error of each shape and a summary per group; asserts nothing.
+whose bf16 64^3 row set `kernels.gemm.cta_setup` (marked "fitted"; the others are held out). The
+`train_*` groups, a training step's kernels measured on an H200 (`scripts/measure/
+training_kernels.py`, docs/validation/measured/h200-2026-11-27, all held out; run them with
+`-c configs/h200.yaml`): `train_gemm`, every linear layer's three GEMMs; `train_attention`,
+cuDNN's fused attention forward and backward; `train_attention_fa2`, PyTorch's FlashAttention-2
+(not the kernel modelled); `train_adam`, fused AdamW. Prints a Markdown table with the error of
+each shape and a summary per group; asserts nothing.
 
   scripts/check-kernels.py                         h100-sxm against docs/validation/measured/h100-sxm-2026-11-24
   scripts/check-kernels.py --group skinny --set kernels.gemm.split_k=false
   scripts/check-kernels.py -c configs/h200.yaml --measured docs/validation/measured/h200-2026-11-25
                                                    every file from one directory (another card's)
+  scripts/check-kernels.py -c configs/h200.yaml --group train_gemm --group train_attention
 """
 import argparse
 import csv
@@ -28,8 +34,11 @@ import os
 import subprocess
 import sys
 import tempfile
+from types import SimpleNamespace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from xpusim.workloads.train_layers import backward_layer  # noqa: E402
 MEASURED = "docs/validation/measured/h100-sxm-2026-11-24"
 # Row-wise kernels (scripts/measure/row_kernels.py --flush): kernel durations by the profiler's
 # timestamps, each call after the L2 was flushed, as the simulator's fresh operands start in HBM.
@@ -46,6 +55,9 @@ GEMM_PARTS_FITTED = {("bf16", 64, 64, 64)}
 # The decode steps' projections of the published serving rows (Llama-3-8B bf16, Llama-3-70B fp8
 # TP2), 1-64 sequences, weights cold (scripts/measure/serving_kernels.py decode-*-cold).
 DECODE = "docs/validation/measured/h100-sxm-2026-11-27"
+# A training step's GEMMs in their three roles and fused attention's forward and backward, at the
+# published training rows' shapes (scripts/measure/training_kernels.py), measured on an H200.
+TRAIN = "docs/validation/measured/h200-2026-11-27"
 ROW_KINDS = {"layer_norm": "layernorm", "rms_norm": "layernorm", "softmax": "softmax", "sum": "reduction", "add": "elementwise"}
 CALLS = 3
 
@@ -54,7 +66,9 @@ CALLS = 3
 GROUP_FILES = {"skinny": "skinny-cold.csv", "fp8": "fp8-cold.csv", "square": "square-cold.csv",
                "attention": "attention-cold.csv", "rows": "rows-flushed.csv", "fused": "fused-norm.csv",
                "fused_graph": "fusion.csv", "gemm_costs": "gemm-kernel-costs.csv", "gemm_parts": "gemm-cold-parts.csv",
-               "decode_skinny": "decode-skinny-cold.csv", "decode_fp8": "decode-fp8-cold.csv"}
+               "decode_skinny": "decode-skinny-cold.csv", "decode_fp8": "decode-fp8-cold.csv",
+               "train_gemm": "gemm-train.csv", "train_attention": "attention-cudnn.csv",
+               "train_attention_fa2": "attention-train.csv", "train_adam": "adam.csv"}
 GROUPS = list(GROUP_FILES)
 
 
@@ -134,6 +148,50 @@ def cases(groups, files):
             yield "fused_graph", f"add + rms_norm {r['tokens']}x8192 (graph)", op, float(r["best_s"])
 
 
+def train_cases(groups, files):
+    """The training groups: each GEMM per call from a CUDA graph of 20 (`best_us`); each fused
+    attention's forward kernel and its backward's three (the dO.O row sums, the dQ/dK/dV loop,
+    dQ's conversion) by the profiler's timestamps, cuDNN's (the kernel Transformer Engine runs,
+    of the FlashAttention-3 kind the simulator models) and PyTorch's FlashAttention-2 (mma.sync,
+    which the simulator does not model: shown for contrast). The backward is simulated as the
+    training generator emits it (python/xpusim/workloads/train_layers.py backward_layer)."""
+    if "train_gemm" in groups:
+        for r in csv.DictReader(open(os.path.join(ROOT, files["train_gemm"]))):
+            if not r.get("best_us"):
+                continue
+            op = dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype={"fp8": "fp8_e4m3"}.get(r["dtype"], r["dtype"]))
+            if r["dtype"] == "fp8":
+                op["out_dtype"] = "bf16"
+            yield "train_gemm", f"{r['model']} {r['dtype']} {r['layer']} {r['role']} {r['m']}x{r['n']}x{r['k']}", op, float(r["best_us"]) * 1e-6
+    if "train_adam" in groups:
+        # PyTorch's fused AdamW (one multi-tensor kernel) against the generator's adam op.
+        for r in csv.DictReader(open(os.path.join(ROOT, files["train_adam"]))):
+            if r["mode"] == "fused" and r.get("best_us"):
+                op = dict(kind="elementwise", shape=f"[{r['params']}]", inputs=4, outputs=3, flops_per_element=12, dtype="fp32")
+                yield "train_adam", f"AdamW, {r['params']} fp32 parameters", op, float(r["best_us"]) * 1e-6
+    for g, backend in (("train_attention", "cudnn"), ("train_attention_fa2", "flash")):
+        if g not in groups:
+            continue
+        for r in csv.DictReader(open(os.path.join(ROOT, files[g]))):
+            if not r.get("kernels"):
+                continue
+            ks = {}
+            for part in r["kernels"].split(" | "):
+                name, us = part.rsplit(": ", 1)
+                ks[name] = float(us.split(" us")[0])
+            fwd = sum(t for n, t in ks.items() if "fprop" in n or "flash_fwd" in n)
+            bwd = sum(t for n, t in ks.items() if any(w in n for w in ("bprop", "flash_bwd", "dot_do_o", "convert_dq")))
+            B, H, S, d = int(r["batch"]), int(r["heads"]), int(r["seq"]), int(r["head_dim"])
+            op = dict(name="attn", kind="attention", batch=B, heads=H, seq_q=S, seq_kv=S, head_dim=d, causal=True, dtype="bf16")
+            # The backward as the training generator emits it, every kernel of it.
+            bwd_ops = backward_layer([op], {"hidden": H * d}, SimpleNamespace(activations="bf16", weights="bf16", tp=1, sequence_parallel=False),
+                                     SimpleNamespace(batch=B, prompt=S))
+            label = f"{backend} {r['model']} b{B} h{H} s{S} d{d}"
+            fields = lambda o: {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in o.items() if k not in ("name", "deps")}  # noqa: E731
+            yield g, label + " forward", fields(op), fwd * 1e-6
+            yield g, label + f" backward ({len(bwd_ops)} kernels)", [fields(o) for o in bwd_ops], bwd * 1e-6
+
+
 def flow(d):
     return "{" + ", ".join(f"{k}: {v}" for k, v in d.items()) + "}"
 
@@ -151,25 +209,27 @@ def main():
     groups = args.group or ["skinny", "fp8", "square", "attention", "rows", "fused", "fused_graph"]
     files = {g: os.path.join(args.measured or MEASURED, f) for g, f in GROUP_FILES.items()}
     if not args.measured:
+        files.update({g: os.path.join(TRAIN, GROUP_FILES[g]) for g in ("train_gemm", "train_attention", "train_attention_fa2", "train_adam")})
         files.update(rows=ROWS, fused=FUSED, gemm_costs=GEMM_COSTS, gemm_parts=GEMM_PARTS,
                      decode_skinny=os.path.join(DECODE, GROUP_FILES["decode_skinny"]),
                      decode_fp8=os.path.join(DECODE, GROUP_FILES["decode_fp8"]))
     for g in groups:
         if not os.path.exists(os.path.join(ROOT, files[g])):
             sys.exit(f"check-kernels.py: group {g} needs {files[g]}, which does not exist")
-    todo = list(cases(groups, files))
+    todo = list(cases(groups, files)) + list(train_cases(groups, files))
     if not todo:
         sys.exit("no measured cases found")
     lines = ["xpusim_trace: 1", "name: check-kernels", "ops:"]
     prev = None
     for i, (_, _, op, _) in enumerate(todo):
         for c in range(CALLS):
-            name = f"c{i}_{c}"
-            fields = dict(name=name, **op)
-            if prev:
-                fields["deps"] = f"[{prev}]"
-            lines.append(f"  - {flow(fields)}")
-            prev = name
+            for j, part in enumerate(op if isinstance(op, list) else [op]):  # a call of several kernels
+                name = f"c{i}_{c}" + (f"_p{j}" if j else "")
+                fields = dict(name=name, **part)
+                if prev:
+                    fields["deps"] = f"[{prev}]"
+                lines.append(f"  - {flow(fields)}")
+                prev = name
     lines.append(f"  - {{name: end, kind: delay, duration: 1 ns, deps: [{prev}]}}")
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "trace.yaml")
@@ -183,7 +243,7 @@ def main():
         if p.returncode != 0:
             sys.exit(" ".join(cmd) + " failed:\n" + p.stderr)
         ops = {o["name"]: o for o in json.load(open(os.path.join(tmp, "out", "report.json")))["ops"]}
-    print(f"| group | shape | measured us | simulated us | error | kernel as lowered |")
+    print("| group | shape | measured us | simulated us | error | kernel as lowered |")
     print("|---|---|---|---|---|---|")
     errs = {}
     for i, (group, label, _, meas) in enumerate(todo):
@@ -195,6 +255,9 @@ def main():
         err = sim / meas - 1
         errs.setdefault(group, []).append(err)
         desc = ops[f"c{i}_1"]["lowering"]["description"]
+        if isinstance(todo[i][2], list):  # a call of several kernels: the longest one's
+            parts = [ops[f"c{i}_1"]] + [ops[f"c{i}_1_p{j}"] for j in range(1, len(todo[i][2]))]
+            desc = max(parts, key=lambda o: o["time_s"])["lowering"]["description"] + f" (the longest of {len(parts)})"
         print(f"| {group} | {label} | {meas * 1e6:.2f} | {sim * 1e6:.2f} | {err * 100:+.0f}% | {desc} |")
     print()
     print("| group | shapes | mean abs error | worst | within 15% |")

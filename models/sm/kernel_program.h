@@ -29,7 +29,8 @@ struct StepWork {
   bool tensor_sparse = false;
   // Warp-level MMAs (mma.sync: HMMA, IMMA) run on the tensor cores of the processing block whose
   // scheduler issued them, so a CTA of fewer warps than the SM has blocks reaches only that share
-  // of its tensor cores. Warpgroup and single-thread MMAs (wgmma, tcgen05) use them all.
+  // of its tensor cores, at tensor_core.mma_sync_share of their rate. Warpgroup and
+  // single-thread MMAs (wgmma, tcgen05) use them all at the full rate.
   bool tensor_per_warp = false;
   double fp32_ops = 0;     // lane operations
   double sfu_ops = 0;      // lane operations

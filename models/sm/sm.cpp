@@ -157,10 +157,10 @@ double Sm::issue_loads(const StepWork& w, KernelRun* k) {
 double Sm::compute(const StepWork& w, KernelRun* k) {
   const double now = sc_core::sc_time_stamp().to_seconds();
   OpCounters& c = k->counters;
-  double end = tensor_core_.execute(now, w.tensor_macs, w.tensor_dtype, w.tensor_sparse, c);
+  double end = tensor_core_.execute(now, w.tensor_macs, w.tensor_dtype, w.tensor_sparse, c, w.tensor_per_warp);
   const int warps = (k->program->resources.threads + 31) / 32;
   if (w.tensor_macs > 0 && w.tensor_per_warp && warps > 0 && warps < p_.sub_partitions) {
-    const double alone = w.tensor_macs / tensor_core_.macs_per_clock(w.tensor_dtype, w.tensor_sparse) / clock_.hz();
+    const double alone = w.tensor_macs / tensor_core_.macs_per_clock(w.tensor_dtype, w.tensor_sparse, true) / clock_.hz();
     end = std::max(end, now + alone * p_.sub_partitions / warps);
   }
   end = std::max(end, now + w.fixed_s);

@@ -19,14 +19,14 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const TensorCoreParams& p, 
                        TensorCoreStats& stats)
     : sc_module(name), p_(p), clock_(clock), stats_(stats) {}
 
-double TensorCore::macs_per_clock(Dtype d, bool sparse) const {
-  const double dense = p_.per_sm * p_.macs_per_clock.of(d);
+double TensorCore::macs_per_clock(Dtype d, bool sparse, bool warp_mma) const {
+  const double dense = p_.per_sm * p_.macs_per_clock.of(d) * (warp_mma ? p_.mma_sync_share : 1.0);
   return (sparse && p_.sparse_2_4) ? 2 * dense : dense;
 }
 
-double TensorCore::execute(double now, double macs, Dtype d, bool sparse, OpCounters& c) {
+double TensorCore::execute(double now, double macs, Dtype d, bool sparse, OpCounters& c, bool warp_mma) {
   if (macs <= 0) return now;
-  const double rate = macs_per_clock(d, sparse);
+  const double rate = macs_per_clock(d, sparse, warp_mma);
   assert(rate > 0 && "lowering must reject formats the tensor core lacks");
   const double duration = macs / rate / clock_.hz();
   const double end = unit_.reserve_for(now, now, duration);

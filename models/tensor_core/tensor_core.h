@@ -21,10 +21,11 @@ class TensorCore : public sc_core::sc_module {
  public:
   TensorCore(sc_core::sc_module_name name, const TensorCoreParams& p, const ClockDomain& clock, TensorCoreStats& stats);
 
-  // MACs per clock for this SM; 0 if the format is unsupported.
-  double macs_per_clock(Dtype d, bool sparse) const;
+  // MACs per clock of the SM's tensor cores, 0 if the format is unsupported; `warp_mma`: issued as mma.sync (the share of the
+  // rate that instruction reaches, tensor_core.mma_sync_share).
+  double macs_per_clock(Dtype d, bool sparse, bool warp_mma = false) const;
   // Starts MMA work at `now` (queued behind earlier work); returns its end time in seconds.
-  double execute(double now, double macs, Dtype d, bool sparse, OpCounters& c);
+  double execute(double now, double macs, Dtype d, bool sparse, OpCounters& c, bool warp_mma = false);
   double drain_s() const { return p_.mma_latency_cycles / clock_.hz(); }
 
  private:

@@ -31,6 +31,10 @@ struct TensorCoreParams {
   int generation = 4;             // 1-3: Volta, Turing, Ampere (mma.sync); 4: Hopper (wgmma); 5: Blackwell (tcgen05)
   std::string mma_instruction = "hmma16816";  // mma.sync kernels' warp MMA: hmma884 (Volta), hmma1688 (Turing), hmma16816 (Ampere)
   double tensor_memory_bytes = 0; // per SM: accumulator memory of fifth-generation tensor cores (0: none)
+  // The share of macs_per_clock that the warp-level mma.sync reaches: 1 where it is the
+  // generation's own instruction (Volta to Ampere), less on Hopper and after, whose full rate
+  // needs wgmma or tcgen05.
+  double mma_sync_share = 1.0;
 };
 
 }  // namespace xpusim

@@ -273,6 +273,10 @@ Schema make_gpu_schema() {
       .integer("generation", &TensorCoreParams::generation, def("4"), between(1, 16),
                "Tensor-core generation: 1-3 = Volta, Turing, Ampere (warp-level mma.sync, operands from registers); 4 = Hopper (warpgroup MMA, wgmma, accumulators in registers); 5 = Blackwell "
                "(tcgen05: MMAs issued by one thread, accumulators in tensor memory, 2-SM MMA, block-scaled formats)")
+      .number("mma_sync_share", [](TensorCoreParams& p) -> double& { return p.mma_sync_share; }, def("1"), between(0.01, 1),
+              "The share of macs_per_clock that the warp-level mma.sync (HMMA, IMMA: kernels.gemm.mma mma_sync, the "
+              "hmma/imma instruction loops) reaches: 1 where it is the generation's own instruction (Volta to Ampere); "
+              "below 1 on Hopper and later, whose full rate needs wgmma or tcgen05")
       .quantity("tensor_memory", &TensorCoreParams::tensor_memory_bytes, Dim::Size, def("0 B"), between(0, 64 * 1024 * kKiB),
                 "Tensor memory per SM holding MMA accumulators (128 lanes x 4 B per column); 0 = none (generation 4)");
 

@@ -494,7 +494,9 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
   // The variant picks the tile with the best estimate of time, as a library heuristic does.
   // A GEMM's lane instructions do not pair (SmParams::dual_issue): on the SIMT lanes the rate the
   // schedulers reach, one lane instruction each per clock (Kepler: 128 of 192 lanes).
-  const double eff_rate = (simt ? rate * std::min(1.0, 32.0 * gpu_.sm.sub_partitions / gpu_.sm.fp32_lanes) : rate) *
+  // A warp's mma.sync reaches tensor_core.mma_sync_share of the tensor cores' rate.
+  const double eff_rate = (simt ? rate * std::min(1.0, 32.0 * gpu_.sm.sub_partitions / gpu_.sm.fp32_lanes)
+                                : rate * (mma_sync ? tc.mma_sync_share : 1.0)) *
                           (op.sparse_2_4 ? 2 : 1);
   p->mma_rate = eff_rate;
   p->choose_tile(gpu_, op, eff_rate);

@@ -51,6 +51,7 @@ class InstructionLoopProgram : public KernelProgram {
       w.instr_mma = n;
       w.tensor_macs = n * macs_per_mma;
       w.tensor_dtype = instruction == "hmma" ? Dtype::fp16 : Dtype::int8;
+      w.tensor_per_warp = true;  // HMMA and IMMA are warp instructions (mma.sync)
       return;
     }
     w.instr_simt = n;

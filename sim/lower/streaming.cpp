@@ -31,6 +31,7 @@ class StreamingProgram : public KernelProgram {
   uint64_t grid = 0;
   int inputs = 1;
   int in_bits = 16, out_bits = 16;
+  std::vector<uint64_t> more_out;  // an elementwise op's outputs after the first (an optimiser's moments)
   bool reduce = false;     // one output per row
   int passes = 1;          // reads of each unit; the output is stored in the last
   double fp32_per_elem = 0, sfu_per_elem = 0;
@@ -63,6 +64,7 @@ class StreamingProgram : public KernelProgram {
     if (last && !reduce) {
       w.stores.push_back({out_base + bytes_of(static_cast<uint64_t>(lo), out_bits), 1, bytes_of(n, out_bits), 0});
       if (sum_base) w.stores.push_back({sum_base + bytes_of(static_cast<uint64_t>(lo), out_bits), 1, bytes_of(n, out_bits), 0});
+      for (uint64_t base : more_out) w.stores.push_back({base + bytes_of(static_cast<uint64_t>(lo), out_bits), 1, bytes_of(n, out_bits), 0});
     } else if (last && hi == unit_end) {
       const int64_t first_row = u * unit / row, rows = (unit_end - u * unit + row - 1) / row;
       w.stores.push_back({out_base + bytes_of(static_cast<uint64_t>(first_row), out_bits), 1,
@@ -78,7 +80,10 @@ class StreamingProgram : public KernelProgram {
   void epilogue(uint64_t, StepWork&) const override {}
   // Stored in its steps, in address order across the grid: the output's last max_bytes.
   void written(double max_bytes, std::vector<Strided>& out) const override {
-    written_tail(out_base, bytes_of(static_cast<uint64_t>(reduce ? total / row : total), out_bits), max_bytes, out);
+    // Several outputs are stored side by side, step by step: each holds its share of the tail.
+    const double share = max_bytes / static_cast<double>(1 + more_out.size());
+    written_tail(out_base, bytes_of(static_cast<uint64_t>(reduce ? total / row : total), out_bits), share, out);
+    for (uint64_t base : more_out) written_tail(base, bytes_of(static_cast<uint64_t>(total), out_bits), share, out);
   }
 };
 
@@ -152,6 +157,8 @@ LoweredOp Lowering::streaming(const Op& op, uint64_t out_at) {
   for (int i = 0; i < p->inputs; ++i) p->in_base.push_back(alloc(static_cast<double>(p->total) * p->in_bits / 8.0));
   p->out_base = out_at ? out_at : alloc(static_cast<double>(p->reduce ? op.rows() : p->total) * p->out_bits / 8.0);
   if (op.kind == OpKind::layernorm && p->inputs > 1) p->sum_base = alloc(static_cast<double>(p->total) * p->out_bits / 8.0);
+  if (op.kind == OpKind::elementwise)
+    for (int i = 1; i < op.outputs; ++i) p->more_out.push_back(alloc(static_cast<double>(p->total) * p->out_bits / 8.0));
   if (!strided) {
     std::ostringstream os;
     os << "grid-stride, " << p->step_elems << " elements per CTA step, " << p->stages << " loads in flight";

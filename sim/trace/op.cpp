@@ -105,7 +105,7 @@ double Op::min_bytes() const {
       return b * (static_cast<double>(m) * static_cast<double>(k) * ei + weights +
                   static_cast<double>(m) * static_cast<double>(n) * eo);
     }
-    case OpKind::elementwise: return static_cast<double>(elements()) * (inputs * ei + eo);
+    case OpKind::elementwise: return static_cast<double>(elements()) * (inputs * ei + outputs * eo);
     case OpKind::reduction: return static_cast<double>(elements()) * ei + static_cast<double>(rows()) * eo;
     case OpKind::softmax: return static_cast<double>(elements()) * (ei + eo);
     // Several inputs: their sum is written back beside the normalised output (fused residual add).

@@ -29,7 +29,7 @@ void visit_fields(OpT& o, Visitor&& v) {
   v("m", o.m, W), v("n", o.n, W), v("k", o.k, W), v("batch", o.batch, W), v("sparse_2_4", o.sparse_2_4, W);
   v("weight_format", o.weight_format, W), v("weight_dtype", o.weight_dtype, W), v("weight_group", o.weight_group, W);
   v("weight_scale_bits", o.weight_scale_bits, W), v("switching", o.switching, W), v("input_density", o.input_density, W);
-  v("shape", o.shape, W), v("inputs", o.inputs, W), v("flops_per_element", o.flops_per_element, W);
+  v("shape", o.shape, W), v("inputs", o.inputs, W), v("outputs", o.outputs, W), v("flops_per_element", o.flops_per_element, W);
   v("contiguous", o.contiguous, W), v("rms", o.rms, W);
   v("heads", o.heads, W), v("kv_heads", o.kv_heads, W), v("seq_q", o.seq_q, W), v("seq_kv", o.seq_kv, W);
   v("head_dim", o.head_dim, W), v("kv_page", o.kv_page, W), v("causal", o.causal, W);

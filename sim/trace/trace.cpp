@@ -28,7 +28,7 @@ using namespace detail;  // the field readers (trace_fields.h)
 const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
   static const std::vector<std::pair<OpKind, std::vector<std::string>>> keys = {
       {OpKind::gemm, {"m", "n", "k", "batch", "sparsity", "input_density", "weight_dtype", "weight_group"}},
-      {OpKind::elementwise, {"shape", "inputs", "flops_per_element", "contiguous"}},
+      {OpKind::elementwise, {"shape", "inputs", "outputs", "flops_per_element", "contiguous"}},
       {OpKind::reduction, {"shape"}},
       {OpKind::softmax, {"shape"}},
       {OpKind::layernorm, {"shape", "inputs", "norm"}},
@@ -208,6 +208,7 @@ class Parser {
         if (o.kind == OpKind::layernorm && n["norm"]) o.rms = get_choice(cx, n["norm"], path + ".norm", {"layer", "rms"}) == "rms";
         if (o.kind == OpKind::elementwise) {
           if (n["inputs"]) o.inputs = static_cast<int>(get_int(cx, n["inputs"], path + ".inputs", 0, 16));
+          if (n["outputs"]) o.outputs = static_cast<int>(get_int(cx, n["outputs"], path + ".outputs", 1, 16));
           if (n["flops_per_element"])
             o.flops_per_element = get_double(cx, n["flops_per_element"], path + ".flops_per_element", 0, 1e6);
           if (n["contiguous"]) o.contiguous = get_bool(cx, n["contiguous"], path + ".contiguous");

@@ -52,6 +52,7 @@ struct Op {
   // last dimension.
   std::vector<int64_t> shape;
   int inputs = 1;                  // elementwise: input tensors read
+  int outputs = 1;                 // elementwise: output tensors written (each of out_dtype, the inputs' shape)
   double flops_per_element = 1;    // elementwise
   // elementwise: false when the operands are not all in one dense layout (a transposed view, a
   // broadcast operand), so PyTorch runs its legacy kernel of dependent per-element iterations

@@ -125,7 +125,7 @@ class Schedules(unittest.TestCase):
                 trace = uniform(generate(args))
                 rc, rep = run(trace, sets=["system.detail=representative"])
                 self.assertEqual(rc, 0, rep)
-                ops = [o for o in rep["ops"] if o["kind"] not in ("send_recv",) and not o["name"].startswith("adam")]
+                ops = [o for o in rep["ops"] if o["kind"] not in ("send_recv",) and not o["name"].startswith(("adam", "param_copy"))]
                 start = min(o["start_s"] for o in ops)
                 end = max(o["end_s"] for o in ops)
                 fractions = []
@@ -249,6 +249,77 @@ class Collectives(unittest.TestCase):
             with self.assertRaises(WorkloadError) as e:
                 generate(base + bad)
             self.assertIn(msg, str(e.exception))
+
+
+class Kernels(unittest.TestCase):
+    """What runs around the GEMMs: Transformer Engine's fp8 casts, fused attention's backward
+    kernels, the optimiser's step."""
+    LLAMA = os.path.join(ROOT, "configs", "models", "llama-2-7b.yaml")
+    BASE = [LLAMA, "--phase", "train", "--prompt", "512", "--layers", "1"]
+
+    def block(self, t, name):
+        return [o for o in t["ops"] if o.get("name") == name][0]["ops"]
+
+    def test_fp8_layers_cast_each_gemm_input_and_output_gradient(self):
+        t = generate(self.BASE + ["--weights", "fp8"])
+        fwd, bwd = self.block(t, "F0.c0"), self.block(t, "B0.c0")
+        gemms = [o for o in fwd if o["kind"] == "gemm"]
+        self.assertTrue(gemms and all(o["dtype"] == "fp8" and o["out_dtype"] == "bf16" for o in gemms))
+        names = [o["name"] for o in fwd]
+        for g in gemms:
+            cast = fwd[names.index(g["name"]) - 1]
+            self.assertEqual(cast["shape"], [g["m"], g["k"]], cast)
+            if g["name"] == "o_proj":  # the attention's bf16 output: one kernel writes both fp8 copies
+                self.assertEqual((cast["name"], cast["dtype"], cast["out_dtype"], cast["outputs"]),
+                                 ("o_proj_input_cast", "bf16", "fp8", 2))
+            else:  # a norm's or the activation's output, written in fp8 by its kernel: its transpose
+                self.assertEqual((cast["name"], cast["dtype"]), (g["name"] + "_input_t", "fp8"))
+        bnames = [o["name"] for o in bwd]
+        for g in gemms:
+            casts = [o for o in bwd if o["name"] == g["name"] + "_grad_cast"]
+            if g["name"] == "ffn_up":  # the activation's fused backward casts its gradient
+                self.assertEqual(casts, [])
+                continue
+            self.assertEqual(len(casts), 1)
+            self.assertEqual((casts[0]["shape"], casts[0]["outputs"]), ([g["m"], g["n"]], 2))
+            self.assertEqual(bnames.index(g["name"] + "_dgrad"), bnames.index(casts[0]["name"]) + 1)
+        self.assertFalse([n for n in bnames if n.endswith(("_input_t", "_input_cast"))])
+        # The output layer is not a TE module; bf16 layers cast nothing.
+        self.assertEqual([o for o in t["ops"] if o.get("name") == "F0.c0.lm_head"][0]["dtype"], "bf16")
+        plain = generate(self.BASE)
+        self.assertFalse([o for _, o in ops_of(plain) if "cast" in o["name"] or o["name"].endswith("_input_t")])
+
+    def test_fused_attention_backward_runs_its_row_sums_and_dq_conversion(self):
+        t = generate(self.BASE)
+        bwd = self.block(t, "B0.c0")
+        names = [o["name"] for o in bwd]
+        i = names.index("attn_bwd_dot_do_o")
+        self.assertEqual(names[i:i + 5], ["attn_bwd_dot_do_o", "attn_bwd", "attn_bwd_dkdv", "attn_bwd_half", "attn_bwd_convert_dq"])
+        att = [o for o in self.block(t, "F0.c0") if o["kind"] == "attention"][0]
+        rows = att["batch"] * att["seq_q"] * att["heads"]
+        self.assertEqual(bwd[i]["shape"], [rows, 2 * att["head_dim"]])  # dO and O, one fp32 sum a row
+        self.assertEqual((bwd[i]["kind"], bwd[i]["out_dtype"]), ("reduction", "fp32"))
+        conv = bwd[i + 4]
+        self.assertEqual(conv["shape"], [att["batch"] * att["seq_q"], att["heads"] * att["head_dim"]])
+        self.assertEqual((conv["dtype"], conv["out_dtype"]), ("fp32", "bf16"))
+
+    def test_adam_reads_four_tensors_and_writes_three_then_copies_the_parameters(self):
+        t = generate(self.BASE)
+        adam = [o for o in t["ops"] if o.get("name") == "adam"][0]
+        copy = [o for o in t["ops"] if o.get("name") == "param_copy"][0]
+        self.assertEqual((adam["inputs"], adam["outputs"], adam["dtype"]), (4, 3, "fp32"))
+        self.assertEqual((copy["shape"], copy["dtype"], copy["out_dtype"], copy["deps"]), (adam["shape"], "fp32", "bf16", ["adam"]))
+        # Simulated (over 2^24 parameters), the step moves 28 bytes a parameter, the copy 6.
+        P = 2**24
+        small = {"xpusim_trace": 1, "name": "optimiser", "ops": [dict(adam, shape=[P]), dict(copy, shape=[P])]}
+        rc, rep = run(small, config=os.path.join(ROOT, "configs", "h100-sxm.yaml"))
+        self.assertEqual(rc, 0, rep)
+        ops = {o["name"]: o for o in rep["ops"]}
+        for name, per in (("adam", 28), ("param_copy", 6)):
+            o = ops[name]
+            self.assertEqual(o["min_bytes"], per * P)
+            moved = o["memory"]["l2_read_bytes"] + o["memory"]["l2_write_bytes"]
+            self.assertAlmostEqual(moved / (per * P), 1.0, delta=0.05)
 
 
 class Memory(unittest.TestCase):

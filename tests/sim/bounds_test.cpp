@@ -246,3 +246,30 @@ TEST_CASE("Pascal's SIMT formats: HFMA2 doubles the P100's GEMM rate, DP4A quadr
   // GP100 has no DP4A.
   CHECK_THROWS_WITH(tflops("p100", "int8"), Catch::Contains("no DP4A (sm.dp4a_per_lane is 0)"));
 }
+
+TEST_CASE("on Hopper a warp's mma.sync reaches tensor_core.mma_sync_share of the tensor cores' rate, wgmma all of it",
+          "[sim][bounds][mma_sync]") {
+  // Every warp of every SM issuing independent HMMAs: the measured share (configs/h100-sxm.yaml,
+  // 0.667) of the SM's 2048 bf16 MACs per clock, at the fixed 1.83 GHz; all of it with a share of 1.
+  const std::string loop =
+      "xpusim_trace: 1\nops:\n  - {name: l, kind: instruction_loop, instruction: hmma, count: 16384, warps: 2112, "
+      "macs_per_instruction: 2048}\n";
+  const double peak = 132 * 2048 * 2 * 1.83e9 / 1e12;
+  const double share = d(simulate(kH100, loop, {"power.mode=fixed_clock"})["ops"][0]["tflops"]);
+  const double full = d(simulate(kH100, loop, {"power.mode=fixed_clock", "tensor_core.mma_sync_share=1"})["ops"][0]["tflops"]);
+  CHECK(share == Approx(0.667 * peak).epsilon(0.02));
+  CHECK(full == Approx(peak).epsilon(0.02));
+  // A GEMM of mma.sync kernels on the same chip stays under that share of the peak; its wgmma
+  // kernels go past it.
+  auto gemm = [&](const std::string& mma) {
+    std::vector<std::string> sets = {"power.mode=fixed_clock", "kernels.gemm.mma=" + mma};
+    if (mma == "mma_sync") sets.push_back("kernels.gemm.persistent=false");  // wgmma's alone
+    const YAML::Node r = simulate(kH100, gemm_trace(8192, 8192, 8192), sets);
+    INFO(r["ops"][0]["lowering"]["description"].as<std::string>());
+    return d(r["ops"][0]["tflops"]);
+  };
+  const double hmma = gemm("mma_sync"), wgmma = gemm("wgmma");
+  CHECK(hmma <= 0.667 * peak * 1.001);
+  CHECK(hmma > 0.5 * peak);
+  CHECK(wgmma > 0.667 * peak);
+}

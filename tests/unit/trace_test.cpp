@@ -63,6 +63,25 @@ TEST_CASE("FLOP counts follow the op definitions", "[trace]") {
   CHECK(c.flops() == 2.0 * 64 * 32 * 16 * 9);
 }
 
+TEST_CASE("an elementwise op writes its outputs tensors of its shape, and other kinds take no outputs", "[trace]") {
+  const auto t = trace::load_trace(temp_file(kHead + "  - {name: adam, kind: elementwise, shape: [1024], inputs: 4, outputs: 3, dtype: fp32}\n"
+                                                     "  - {name: cast, kind: elementwise, shape: [64, 32], dtype: bf16, out_dtype: fp8, outputs: 2}\n"
+                                                     "  - {name: add, kind: elementwise, shape: [64, 32], inputs: 2}\n"));
+  CHECK(t.ops[0].outputs == 3);
+  CHECK(t.ops[0].min_bytes() == 1024.0 * (4 * 4 + 3 * 4));
+  CHECK(t.ops[1].min_bytes() == 64.0 * 32 * (2 + 2 * 1));
+  CHECK(t.ops[2].outputs == 1);
+  CHECK(t.ops[2].min_bytes() == 64.0 * 32 * 3 * 2);
+  // The memo key tells them apart (op_fields: a work field).
+  trace::Op a = t.ops[0], b = t.ops[0];
+  b.outputs = 1;
+  CHECK(trace::work_key(a) != trace::work_key(b));
+  CHECK_THAT(trace_error(kHead + "  - {name: e, kind: elementwise, shape: [8], outputs: 0}\n"),
+             Catch::Contains("key 'ops[0].outputs': value 0 is out of range"));
+  CHECK_THAT(trace_error(kHead + "  - {name: s, kind: softmax, shape: [8, 8], outputs: 2}\n"),
+             Catch::Contains("key 'ops[0].outputs': unknown key for a softmax op"));
+}
+
 TEST_CASE("JSON Lines traces load, with line numbers in errors", "[trace]") {
   const auto t = trace::load_trace(temp_file(
       "{\"xpusim_trace\": 1, \"name\": \"gen\"}\n"

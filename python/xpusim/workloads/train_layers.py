@@ -67,7 +67,42 @@ def forward_layer(c, a, mb):
         ops = _sp_forward(ops, a, T, c["hidden"])
     if c["experts"] > 1:
         ops = _experts(ops, c, a, T)
+    if a.weights.startswith("fp8"):
+        ops = _fp8_forward(ops, a)
     return ops
+
+
+FP8_EXEMPT = ("qk", "pv", "router")  # GEMMs a Transformer Engine layer keeps in bf16
+
+
+def _fp8_gemm(op):
+    return op["kind"] == "gemm" and str(op.get("dtype", "")).startswith("fp8") and op["name"] not in FP8_EXEMPT
+
+
+def _fp8_forward(ops, a):
+    """fp8 training as Transformer Engine runs its layers (te.Linear, LayerNormLinear,
+    LayerNormMLP with delayed scaling): each fp8 GEMM writes bf16, and its activation input is
+    cast to e4m3 with a transposed copy for the weight gradient. Where a norm or the MLP's
+    activation produces that input, TE's kernel writes it in fp8 and a transpose follows (here:
+    a 1-byte transpose after the producer, which is left writing bf16); elsewhere (the attention's
+    output into its projection) one cast-transpose kernel reads bf16 and writes both fp8 copies.
+    The amax of each cast is computed inside its kernel. The weights' casts, once a step with
+    Megatron's is_first_microbatch, are not emitted."""
+    out = []
+    producer = None
+    for op in ops:
+        if _fp8_gemm(op):
+            op = dict(op, out_dtype=op.get("out_dtype", a.activations))
+            rows = op["m"] * op.get("batch", 1)
+            if producer is not None and (producer["kind"] == "layernorm" or producer["name"] in ("activation", "gelu", "swiglu")):
+                out.append({"name": f"{op['name']}_input_t", "kind": "elementwise", "shape": [rows, op["k"]], "dtype": "fp8"})
+            else:
+                out.append({"name": f"{op['name']}_input_cast", "kind": "elementwise", "shape": [rows, op["k"]],
+                            "dtype": a.activations, "out_dtype": "fp8", "outputs": 2})
+        out.append(op)
+        if op["kind"] not in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+            producer = op
+    return out
 
 
 def expert_tokens(c, a, T):
@@ -114,7 +149,7 @@ def backward_layer(fwd, c, a, mb):
     """One layer's backward, in reverse: each GEMM C = A B as its data gradient dA = dC B^T and
     weight gradient dB = A^T dC (unfused attention's QK^T and PV too, its softmax and dropout
     as elementwise gradients); fused attention's backward as FlashAttention-2 runs it (2.5
-    forward passes' work); norms and elementwise ops again at their shapes, reading their
+    forward passes' work, between its dO.O row sums and dQ's conversion); norms and elementwise ops again at their shapes, reading their
     output's gradient too. Tensor parallelism: the data gradients
     of the column-parallel projections (QKV, FFN up) are all-reduced (SP: reduce-scattered) on
     stream 1 beside the weight gradient, which Megatron overlaps; with SP the row-parallel
@@ -134,8 +169,19 @@ def backward_layer(fwd, c, a, mb):
         if kind == "reduce_scatter":
             out.append({"name": n.replace("_rs", "_grad_ag"), "kind": "all_gather", "bytes": nbytes})
             continue
+        if kind == "elementwise" and n.endswith(("_input_t", "_input_cast")):
+            continue  # fp8 casts: the forward's own; the backward casts its output gradients
         if kind == "gemm":
             g = {k: v for k, v in op.items() if k not in ("name", "m", "n", "k", "deps")}
+            if a.weights.startswith("fp8") and _fp8_gemm(op) and n not in ("ffn_up", "expert_up"):
+                # TE casts the output gradient to e5m2 with its transpose (the MLP's first GEMM
+                # gets both from its activation's fused backward instead).
+                cast = {"name": f"{n}_grad_cast", "kind": "elementwise", "shape": [op["m"] * op.get("batch", 1), op["n"]],
+                        "dtype": a.activations, "out_dtype": "fp8", "outputs": 2}
+                if waits:
+                    cast["deps"] = waits
+                    waits = []
+                out.append(cast)
             dgrad = {"name": f"{n}_dgrad", **g, "kind": "gemm", "m": op["m"], "n": op["k"], "k": op["n"]}
             wgrad = {"name": f"{n}_wgrad", **g, "kind": "gemm", "m": op["k"], "n": op["n"], "k": op["m"]}
             column = n in ("qkv", "ffn_up", "router") and tp
@@ -164,11 +210,22 @@ def backward_layer(fwd, c, a, mb):
                 kv = op.get("kv_heads", op["heads"])
                 if kv != op["heads"]:
                     half["kv_heads"] = max(1, kv // 2) if half["heads"] % max(1, kv // 2) == 0 else 1
-            out += [dict(op, name="attn_bwd"), dict(op, name="attn_bwd_dkdv"), dict(half, name="attn_bwd_half")]
-            for o in out[-3:]:
+            # Around it, the two memory-bound kernels every FlashAttention backward runs (FA2's
+            # compute_dot_do_o and convert_dQ, FA3's and cuDNN's likewise): first the row sums
+            # D = rowsum(dO * O), one fp32 per query row and head, reading dO and O (as a
+            # reduction over rows of both); last, dQ from its fp32 accumulator to the format.
+            rows = op["batch"] * op["seq_q"] * op["heads"]
+            width = op["heads"] * op["head_dim"]
+            dt = op.get("dtype", "bf16")
+            out += [{"name": "attn_bwd_dot_do_o", "kind": "reduction", "shape": [rows, 2 * op["head_dim"]], "dtype": dt,
+                     "out_dtype": "fp32"},
+                    dict(op, name="attn_bwd"), dict(op, name="attn_bwd_dkdv"), dict(half, name="attn_bwd_half"),
+                    {"name": "attn_bwd_convert_dq", "kind": "elementwise", "shape": [op["batch"] * op["seq_q"], width],
+                     "dtype": "fp32", "out_dtype": dt}]
+            for o in out[-5:]:
                 o.pop("deps", None)
             if waits:
-                out[-3]["deps"] = waits
+                out[-5]["deps"] = waits
                 waits = []
         else:
             b = {k: v for k, v in op.items() if k != "deps"}

@@ -171,10 +171,13 @@ def build_training(c, a):
                         residual=a.fusion != "none" and not c["dropout"])
     if a.sequence_parallel and a.tp > 1:
         head_fwd.append({"name": "head_ag", "kind": "all_gather", "bytes": int(T * D * act_bytes(act))})
-    head_fwd += [gemm("lm_head", T, V, D, a.weights),
+    # The output layer is Megatron's own ColumnParallelLinear, not a Transformer Engine module:
+    # with fp8 layers it still runs in the activations' format.
+    head_w = act if a.weights.startswith("fp8") else a.weights
+    head_fwd += [gemm("lm_head", T, V, D, head_w),
                  {"name": "loss", "kind": "softmax", "shape": [T, V], "dtype": act}]
     head_bwd = [{"name": "loss_grad", "kind": "elementwise", "shape": [T, V], "inputs": 2, "dtype": act},
-                gemm("lm_head_dgrad", T, D, V, a.weights), gemm("lm_head_wgrad", V, D, T, a.weights)]
+                gemm("lm_head_dgrad", T, D, V, head_w), gemm("lm_head_wgrad", V, D, T, head_w)]
     if a.sequence_parallel and a.tp > 1:
         head_bwd.append({"name": "head_grad_rs", "kind": "reduce_scatter", "bytes": int(T * D * act_bytes(act))})
     elif a.tp > 1:
@@ -258,16 +261,21 @@ def build_training(c, a):
                         dp_tail[s] = [o["name"] for o in ops[-a.tp:]]
                 else:
                     ops += send("B", m, j, s, lay.stage_of(j - 1), [tail])
-    # The optimiser step on each stage once its gradients are reduced; ZeRO 1 and 2 then gather
-    # the updated bf16 parameters.
+    # The optimiser step on each stage once its gradients are reduced, as Megatron-LM's fused Adam
+    # runs it (one multi-tensor kernel reading the fp32 master parameter, its gradient and both
+    # moments, writing the parameter and both moments), then the copy of the fp32 master
+    # parameters into the bf16 ones the layers use; ZeRO 1 and 2 then gather those.
     for s in range(lay.pp):
         E = stage_experts[s]
         P = ((stage_params[s] - E) / lay.dp + E / (lay.dp // a.ep)) if a.zero >= 1 else stage_params[s]
-        adam = {"name": f"adam.s{s}" if lay.pp > 1 else "adam", "kind": "elementwise", "shape": [int(P)], "inputs": 4,
+        tag = f".s{s}" if lay.pp > 1 else ""
+        adam = {"name": "adam" + tag, "kind": "elementwise", "shape": [int(P)], "inputs": 4, "outputs": 3,
                 "flops_per_element": 12, "dtype": "fp32", "devices": dev(lay.stage_gpus(s))}
         if dp_tail[s]:
             adam["deps"] = dp_tail[s]
         ops.append(adam)
+        ops.append({"name": "param_copy" + tag, "kind": "elementwise", "shape": [int(P)], "dtype": "fp32", "out_dtype": act,
+                    "devices": dev(lay.stage_gpus(s)), "deps": [adam["name"]]})
         if a.zero in (1, 2):
             ops += gather_params(s, stage_params[s] * PARAM_BYTES, f"param_gather.s{s}" if lay.pp > 1 else "param_gather")
     if lay.tp * lay.pp * lay.dp == 1:
