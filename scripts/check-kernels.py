@@ -72,6 +72,15 @@ GROUP_FILES = {"skinny": "skinny-cold.csv", "fp8": "fp8-cold.csv", "square": "sq
 GROUPS = list(GROUP_FILES)
 
 
+def gemm_op(dtype, m, n, k):
+    """A GEMM op of the measured format as the trace names it: PyTorch's fp8 GEMMs
+    (torch._scaled_mm) are e4m3 with a bf16 output."""
+    op = dict(kind="gemm", m=int(m), n=int(n), k=int(k), dtype={"fp8": "fp8_e4m3"}.get(dtype, dtype))
+    if dtype == "fp8":
+        op["out_dtype"] = "bf16"
+    return op
+
+
 def cases(groups, files):
     """(group, label, op fields without name and deps, measured seconds per call). `files` maps
     each group to its CSV, relative to the repository."""
@@ -86,11 +95,7 @@ def cases(groups, files):
     if "square" in groups:
         for r in csv.DictReader(open(os.path.join(ROOT, files["square"]))):
             if r["dtype"] in ("bf16", "fp16", "fp8") and int(r["m"]) <= 2048 and r.get("best_s"):
-                dt = {"fp8": "fp8_e4m3"}.get(r["dtype"], r["dtype"])
-                op = dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype=dt)
-                if dt == "fp8_e4m3":
-                    op["out_dtype"] = "bf16"
-                yield "square", f"{r['dtype']} {r['m']}^3", op, float(r["best_s"])
+                yield "square", f"{r['dtype']} {r['m']}^3", gemm_op(r["dtype"], r["m"], r["n"], r["k"]), float(r["best_s"])
     if "attention" in groups:
         for r in csv.DictReader(open(os.path.join(ROOT, files["attention"]))):
             if r["phase"] != "decode" or not r.get("best_s"):
@@ -119,11 +124,8 @@ def cases(groups, files):
             key = (r["dtype"], int(r["m"]), int(r["n"]), int(r["k"]))
             per.setdefault(key, []).append(r)
         for (dt, m, n, k), rs in per.items():
-            op = dict(kind="gemm", m=m, n=n, k=k, dtype={"fp8": "fp8_e4m3"}.get(dt, dt))
-            if dt == "fp8":
-                op["out_dtype"] = "bf16"
             two = " (2 kernels)" if len(rs) > 1 else ""
-            yield "gemm_costs", f"{dt} {m}x{n}x{k}{two}", op, sum(float(r["median_us"]) for r in rs) * 1e-6
+            yield "gemm_costs", f"{dt} {m}x{n}x{k}{two}", gemm_op(dt, m, n, k), sum(float(r["median_us"]) for r in rs) * 1e-6
     if "gemm_parts" in groups:
         # The second kernel of each call (code warm, operands cold); a 1-element add beside them.
         for r in csv.DictReader(open(os.path.join(ROOT, files["gemm_parts"]))):
@@ -133,11 +135,8 @@ def cases(groups, files):
             if dt == "add":
                 yield "gemm_parts", "add 1 element", dict(kind="elementwise", shape="[1]", dtype="fp32"), float(r["median_us"]) * 1e-6
                 continue
-            op = dict(kind="gemm", m=m, n=n, k=k, dtype={"fp8": "fp8_e4m3"}.get(dt, dt))
-            if dt == "fp8":
-                op["out_dtype"] = "bf16"
             fitted = " (fitted)" if (dt, m, n, k) in GEMM_PARTS_FITTED else ""
-            yield "gemm_parts", f"{dt} {m}x{n}x{k}{fitted}", op, float(r["median_us"]) * 1e-6
+            yield "gemm_parts", f"{dt} {m}x{n}x{k}{fitted}", gemm_op(dt, m, n, k), float(r["median_us"]) * 1e-6
     if "fused_graph" in groups:
         # The same kernel in bf16 from a CUDA graph, one tensor set repeated (partly L2-warm on the
         # card): fusion.csv of 2026-11-24, per call as the GEMM groups are timed.
@@ -159,10 +158,8 @@ def train_cases(groups, files):
         for r in csv.DictReader(open(os.path.join(ROOT, files["train_gemm"]))):
             if not r.get("best_us"):
                 continue
-            op = dict(kind="gemm", m=int(r["m"]), n=int(r["n"]), k=int(r["k"]), dtype={"fp8": "fp8_e4m3"}.get(r["dtype"], r["dtype"]))
-            if r["dtype"] == "fp8":
-                op["out_dtype"] = "bf16"
-            yield "train_gemm", f"{r['model']} {r['dtype']} {r['layer']} {r['role']} {r['m']}x{r['n']}x{r['k']}", op, float(r["best_us"]) * 1e-6
+            yield "train_gemm", f"{r['model']} {r['dtype']} {r['layer']} {r['role']} {r['m']}x{r['n']}x{r['k']}", \
+                gemm_op(r["dtype"], r["m"], r["n"], r["k"]), float(r["best_us"]) * 1e-6
     if "train_adam" in groups:
         # PyTorch's fused AdamW (one multi-tensor kernel) against the generator's adam op.
         for r in csv.DictReader(open(os.path.join(ROOT, files["train_adam"]))):
@@ -187,13 +184,14 @@ def train_cases(groups, files):
             bwd_ops = backward_layer([op], {"hidden": H * d}, SimpleNamespace(activations="bf16", weights="bf16", tp=1, sequence_parallel=False),
                                      SimpleNamespace(batch=B, prompt=S))
             label = f"{backend} {r['model']} b{B} h{H} s{S} d{d}"
-            fields = lambda o: {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in o.items() if k not in ("name", "deps")}  # noqa: E731
+            fields = lambda o: {k: v for k, v in o.items() if k not in ("name", "deps")}  # noqa: E731 (each call names its own)
             yield g, label + " forward", fields(op), fwd * 1e-6
             yield g, label + f" backward ({len(bwd_ops)} kernels)", [fields(o) for o in bwd_ops], bwd * 1e-6
 
 
 def flow(d):
-    return "{" + ", ".join(f"{k}: {v}" for k, v in d.items()) + "}"
+    """An op as a YAML flow mapping (booleans as YAML writes them)."""
+    return "{" + ", ".join(f"{k}: {str(v).lower() if isinstance(v, bool) else v}" for k, v in d.items()) + "}"
 
 
 def main():

@@ -67,12 +67,17 @@ def forward_layer(c, a, mb):
         ops = _sp_forward(ops, a, T, c["hidden"])
     if c["experts"] > 1:
         ops = _experts(ops, c, a, T)
-    if a.weights.startswith("fp8"):
+    if fp8_layers(a):
         ops = _fp8_forward(ops, a)
     return ops
 
 
 FP8_EXEMPT = ("qk", "pv", "router")  # GEMMs a Transformer Engine layer keeps in bf16
+
+
+def fp8_layers(a):
+    """Whether the layers' GEMMs run in fp8 (either format), as Transformer Engine's modules."""
+    return a.weights.startswith("fp8")
 
 
 def _fp8_gemm(op):
@@ -173,7 +178,7 @@ def backward_layer(fwd, c, a, mb):
             continue  # fp8 casts: the forward's own; the backward casts its output gradients
         if kind == "gemm":
             g = {k: v for k, v in op.items() if k not in ("name", "m", "n", "k", "deps")}
-            if a.weights.startswith("fp8") and _fp8_gemm(op) and n not in ("ffn_up", "expert_up"):
+            if fp8_layers(a) and _fp8_gemm(op) and n not in ("ffn_up", "expert_up"):
                 # TE casts the output gradient to e5m2 with its transpose (the MLP's first GEMM
                 # gets both from its activation's fused backward instead).
                 cast = {"name": f"{n}_grad_cast", "kind": "elementwise", "shape": [op["m"] * op.get("batch", 1), op["n"]],

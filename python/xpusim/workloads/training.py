@@ -16,7 +16,7 @@ per stage and direction (so a stage's sends to its successor queue only behind e
 """
 from .cards import act_bytes, fail, vocab_shard
 from .pipeline import SCHEDULES, Layout, bubble_fraction, in_flight, schedule
-from .train_layers import RECOMPUTE, backward_layer, forward_layer, layer_params, recompute_ops
+from .train_layers import RECOMPUTE, backward_layer, forward_layer, fp8_layers, layer_params, recompute_ops
 from .train_memory import PARAM_BYTES, _gib, activation_bytes, memory, model_flops
 from .transformer import dev, gemm, norm_ops
 
@@ -173,7 +173,7 @@ def build_training(c, a):
         head_fwd.append({"name": "head_ag", "kind": "all_gather", "bytes": int(T * D * act_bytes(act))})
     # The output layer is Megatron's own ColumnParallelLinear, not a Transformer Engine module:
     # with fp8 layers it still runs in the activations' format.
-    head_w = act if a.weights.startswith("fp8") else a.weights
+    head_w = act if fp8_layers(a) else a.weights
     head_fwd += [gemm("lm_head", T, V, D, head_w),
                  {"name": "loss", "kind": "softmax", "shape": [T, V], "dtype": act}]
     head_bwd = [{"name": "loss_grad", "kind": "elementwise", "shape": [T, V], "inputs": 2, "dtype": act},
