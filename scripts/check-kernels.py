@@ -18,7 +18,10 @@ whose bf16 64^3 row set `kernels.gemm.cta_setup` (marked "fitted"; the others ar
 training_kernels.py`, docs/validation/measured/h200-2026-11-27, all held out; run them with
 `-c configs/h200.yaml`): `train_gemm`, every linear layer's three GEMMs; `train_attention`,
 cuDNN's fused attention forward and backward; `train_attention_fa2`, PyTorch's FlashAttention-2
-(not the kernel modelled); `train_adam`, fused AdamW. Prints a Markdown table with the error of
+(not the kernel modelled); `train_adam`, fused AdamW; `train_wgrad_accum` (measured on an H100,
+docs/validation/measured/h100-sxm-2026-11-27-training), the weight-gradient GEMMs writing bf16,
+writing fp32 and adding into an fp32 gradient (Megatron-LM's gradient-accumulation fusion), and
+the unfused form's add. Prints a Markdown table with the error of
 each shape and a summary per group; asserts nothing.
 
   scripts/check-kernels.py                         h100-sxm against docs/validation/measured/h100-sxm-2026-11-24
@@ -26,6 +29,7 @@ each shape and a summary per group; asserts nothing.
   scripts/check-kernels.py -c configs/h200.yaml --measured docs/validation/measured/h200-2026-11-25
                                                    every file from one directory (another card's)
   scripts/check-kernels.py -c configs/h200.yaml --group train_gemm --group train_attention
+  scripts/check-kernels.py --group train_wgrad_accum
 """
 import argparse
 import csv
@@ -38,7 +42,7 @@ from types import SimpleNamespace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
-from xpusim.workloads.train_layers import backward_layer  # noqa: E402
+from xpusim.workloads.train_layers import backward_layer, grad_accumulation_add  # noqa: E402
 MEASURED = "docs/validation/measured/h100-sxm-2026-11-24"
 # Row-wise kernels (scripts/measure/row_kernels.py --flush): kernel durations by the profiler's
 # timestamps, each call after the L2 was flushed, as the simulator's fresh operands start in HBM.
@@ -58,6 +62,8 @@ DECODE = "docs/validation/measured/h100-sxm-2026-11-27"
 # A training step's GEMMs in their three roles and fused attention's forward and backward, at the
 # published training rows' shapes (scripts/measure/training_kernels.py), measured on an H200.
 TRAIN = "docs/validation/measured/h200-2026-11-27"
+# The weight gradients into an fp32 gradient buffer, measured on an H100.
+TRAIN_H100 = "docs/validation/measured/h100-sxm-2026-11-27-training"
 ROW_KINDS = {"layer_norm": "layernorm", "rms_norm": "layernorm", "softmax": "softmax", "sum": "reduction", "add": "elementwise"}
 CALLS = 3
 
@@ -68,7 +74,8 @@ GROUP_FILES = {"skinny": "skinny-cold.csv", "fp8": "fp8-cold.csv", "square": "sq
                "fused_graph": "fusion.csv", "gemm_costs": "gemm-kernel-costs.csv", "gemm_parts": "gemm-cold-parts.csv",
                "decode_skinny": "decode-skinny-cold.csv", "decode_fp8": "decode-fp8-cold.csv",
                "train_gemm": "gemm-train.csv", "train_attention": "attention-cudnn.csv",
-               "train_attention_fa2": "attention-train.csv", "train_adam": "adam.csv"}
+               "train_attention_fa2": "attention-train.csv", "train_adam": "adam.csv",
+               "train_wgrad_accum": "wgrad-accum.csv"}
 GROUPS = list(GROUP_FILES)
 
 
@@ -166,6 +173,21 @@ def train_cases(groups, files):
             if r["mode"] == "fused" and r.get("best_us"):
                 op = dict(kind="elementwise", shape=f"[{r['params']}]", inputs=4, outputs=3, flops_per_element=12, dtype="fp32")
                 yield "train_adam", f"AdamW, {r['params']} fp32 parameters", op, float(r["best_us"]) * 1e-6
+    if "train_wgrad_accum" in groups:
+        # cublasGemmEx as Megatron-LM's wgrad_gemm_accum_fp32 calls it (beta 1 into fp32), the same
+        # call with beta 0 writing bf16 or fp32, and main_grad.add_(grad) as the generator emits it.
+        for r in csv.DictReader(open(os.path.join(ROOT, files["train_wgrad_accum"]))):
+            if not r.get("best_us"):
+                continue
+            v = r["variant"]
+            if v == "main_grad_add":
+                op = {k: val for k, val in grad_accumulation_add("g", int(r["m"]), int(r["n"]), "bf16").items() if k != "name"}
+                op["shape"] = str(op["shape"])
+            else:
+                op = dict(gemm_op("bf16", r["m"], r["n"], r["k"]), out_dtype="bf16" if v == "bf16_out" else "fp32")
+                if v == "fp32_accumulate":
+                    op["accumulate"] = True
+            yield "train_wgrad_accum", f"{r['model']} {r['layer']} {v} {r['m']}x{r['n']}x{r['k']}", op, float(r["best_us"]) * 1e-6
     for g, backend in (("train_attention", "cudnn"), ("train_attention_fa2", "flash")):
         if g not in groups:
             continue
@@ -208,6 +230,7 @@ def main():
     files = {g: os.path.join(args.measured or MEASURED, f) for g, f in GROUP_FILES.items()}
     if not args.measured:
         files.update({g: os.path.join(TRAIN, GROUP_FILES[g]) for g in ("train_gemm", "train_attention", "train_attention_fa2", "train_adam")})
+        files["train_wgrad_accum"] = os.path.join(TRAIN_H100, GROUP_FILES["train_wgrad_accum"])
         files.update(rows=ROWS, fused=FUSED, gemm_costs=GEMM_COSTS, gemm_parts=GEMM_PARTS,
                      decode_skinny=os.path.join(DECODE, GROUP_FILES["decode_skinny"]),
                      decode_fp8=os.path.join(DECODE, GROUP_FILES["decode_fp8"]))

@@ -23,9 +23,20 @@ and board power through NVML around each part (clocks.csv).
   fp8-cast.csv     bf16 to e4m3 cast, transposed cast (.t().contiguous()) and amax, by size
   layer-train.csv  every kernel of an eager Llama-2-7B-shaped layer's forward and backward (bf16,
                    4096 tokens), the median over 4 stacked layers, and the layer's total
+  wgrad-accum.csv  every linear layer's weight-gradient GEMM through cublasGemmEx as Megatron-LM's
+                   gradient-accumulation fusion calls it (bf16 operands, fp32 C, beta 1: the
+                   gradient added into the fp32 main_grad), against the same call writing bf16
+                   or fp32 with beta 0, and the unfused form's main_grad.add_(grad); each call on
+                   operands and gradient buffers not in the L2 (a cold copy per call)
+  sustained.csv    Llama-2-7B's twelve layer GEMMs at 4096 tokens (forward, data gradient, and
+                   weight gradient added into fp32 as above; bf16, then fp8 through
+                   torch._scaled_mm with the weight gradient writing fp32) as one CUDA graph,
+                   replayed back to back for 30 s each: the time of every ten replays, and SM
+                   clock and board power through NVML every 0.1 s (what a training step's GEMMs
+                   sustain at the card's shipped power limit)
 
 Usage: python3 training_kernels.py OUT_DIR [part ...]   (parts: gemm-train attention-train
-attention-cudnn adam fp8-cast layer-train; default all)"""
+attention-cudnn adam fp8-cast layer-train wgrad-accum sustained; default all)"""
 import os
 import statistics
 import sys
@@ -35,7 +46,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_microbench import timed  # noqa: E402
-from serving_kernels import per_call_graph, run_parts  # noqa: E402
+from serving_kernels import cold, per_call_graph, run_parts  # noqa: E402
 
 dev = torch.device("cuda")
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
@@ -275,9 +286,161 @@ def layer_train_rows():
     return rows
 
 
+def cublas_gemm_ex():
+    """cublasGemmEx from the libcublas PyTorch has loaded, on PyTorch's handle (its stream and
+    workspace), for the calls PyTorch does not expose: fp32 C from bf16 operands, beta 1."""
+    import ctypes
+    torch.mm(torch.zeros(8, 8, device=dev), torch.zeros(8, 8, device=dev))  # cuBLAS loaded
+    path = None
+    with open("/proc/self/maps") as f:
+        for line in f:
+            name = line.split()[-1]
+            if "/libcublas.so" in name:
+                path = name
+                break
+    lib = ctypes.CDLL(path or "libcublas.so")
+    fn = lib.cublasGemmEx
+    fn.restype = ctypes.c_int
+    P, I = ctypes.c_void_p, ctypes.c_int
+    fn.argtypes = [P, I, I, I, I, I, P, P, I, I, P, I, I, P, P, I, I, I, I]
+    one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    R16BF, R32F, COMPUTE_32F, DEFAULT_TENSOR_OP = 14, 0, 68, 99
+
+    def wgrad(x, dy, c, beta):
+        """c[N,K] (row-major) = dy[T,N]^T x[T,K] + beta c: Megatron's wgrad_gemm_accum_fp32 call
+        (column-major: C[K,N] = X[K,T] . dY[N,T]^T)."""
+        T, K = x.shape
+        N = dy.shape[1]
+        st = fn(P(torch.cuda.current_blas_handle()), 0, 1, K, N, T, ctypes.byref(one), P(x.data_ptr()), R16BF, K,
+                P(dy.data_ptr()), R16BF, N, ctypes.byref(one if beta else zero), P(c.data_ptr()),
+                R32F if c.dtype == torch.float32 else R16BF, K, COMPUTE_32F, DEFAULT_TENSOR_OP)
+        if st != 0:
+            raise RuntimeError(f"cublasGemmEx status {st}")
+    return wgrad
+
+
+def wgrad_accum_rows():
+    rows = []
+    wgrad = cublas_gemm_ex()
+    bf = torch.bfloat16
+    for model, T, layers in SHAPES:
+        for layer, N, K in layers:
+            def make_gemm(out_dtype, beta):
+                def make():
+                    x = torch.randn(T, K, device=dev, dtype=bf)
+                    dy = torch.randn(T, N, device=dev, dtype=bf)
+                    c = torch.zeros(N, K, device=dev, dtype=out_dtype)
+                    return lambda: wgrad(x, dy, c, beta)
+                return make
+
+            def make_add():
+                g = torch.randn(N, K, device=dev, dtype=bf)
+                c = torch.zeros(N, K, device=dev, dtype=torch.float32)
+                return lambda: c.add_(g)
+            variants = {"bf16_out": (make_gemm(bf, 0), 2 * (T * K + T * N + N * K)),
+                        "fp32_out": (make_gemm(torch.float32, 0), 2 * (T * K + T * N) + 4 * N * K),
+                        "fp32_accumulate": (make_gemm(torch.float32, 1), 2 * (T * K + T * N) + 4 * N * K),
+                        "main_grad_add": (make_add, 10 * N * K)}
+            for what, (make, nbytes) in variants.items():
+                row = {"model": model, "layer": layer, "variant": what, "m": N, "n": K, "k": T}
+                try:
+                    fn, copies = cold(make, nbytes)
+                    best, mean = per_call_graph(fn)
+                    row.update(copies=copies, best_us=round(best * 1e6, 2), mean_us=round(mean * 1e6, 2),
+                               tflops_best=round(2 * N * K * T / best / 1e12, 1) if what != "main_grad_add" else "",
+                               gb_per_s=round(10 * N * K / best / 1e9, 1) if what == "main_grad_add" else "",
+                               kernels=names(fn))
+                    del fn
+                except Exception as e:
+                    row["error"] = str(e)[:200]
+                rows.append(row)
+                print(row, flush=True)
+                torch.cuda.empty_cache()
+    return rows
+
+
+def layer_gemms(dtype, wgrad):
+    """One callable running Llama-2-7B's twelve layer GEMMs at 4096 tokens in `dtype`, outputs
+    preallocated (graph-capturable): forward, data gradient, weight gradient into fp32."""
+    T, layers = SHAPES[0][1], SHAPES[0][2]
+    calls = []
+    for _, N, K in layers:
+        if dtype == "bf16":
+            bf = torch.bfloat16
+            x, w, dy = (torch.randn(*s, device=dev, dtype=bf) for s in ((T, K), (N, K), (T, N)))
+            y, dx = torch.empty(T, N, device=dev, dtype=bf), torch.empty(T, K, device=dev, dtype=bf)
+            c = torch.zeros(N, K, device=dev)
+            calls += [lambda x=x, w=w, y=y: torch.mm(x, w.t(), out=y), lambda dy=dy, w=w, dx=dx: torch.mm(dy, w, out=dx),
+                      lambda x=x, dy=dy, c=c: wgrad(x, dy, c, 1)]
+        else:
+            one = torch.tensor(1.0, device=dev)
+            x, w = torch.randn(T, K, device=dev).to(E4M3), torch.randn(N, K, device=dev).to(E4M3)
+            xt, wt = torch.randn(K, T, device=dev).to(E4M3), torch.randn(K, N, device=dev).to(E4M3)
+            dy, dyt = torch.randn(T, N, device=dev).to(E5M2), torch.randn(N, T, device=dev).to(E5M2)
+
+            def mm(a, b, out_dtype=torch.bfloat16):
+                return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=out_dtype)
+            calls += [lambda x=x, w=w: mm(x, w.t()), lambda dy=dy, wt=wt: mm(dy, wt.t()),
+                      lambda dyt=dyt, xt=xt: mm(dyt, xt.t(), torch.float32)]
+
+    def step():
+        for f in calls:
+            f()
+    return step
+
+
+def sustained_rows(seconds=30.0):
+    import threading
+    import time
+    from gpu_microbench import graph_of
+    wgrad = cublas_gemm_ex()
+    rows = []
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+    except Exception as e:  # NVML missing: the timings still stand
+        h, rows = None, [{"kind": "nvml", "error": str(e)[:100]}]
+    for dtype in ("bf16", "fp8"):
+        try:
+            g = graph_of(layer_gemms(dtype, wgrad), 1)
+        except Exception as e:
+            rows.append({"dtype": dtype, "kind": "error", "error": str(e)[:200]})
+            continue
+        stop, t0 = [False], time.time()
+
+        def sample(dtype=dtype):
+            while not stop[0] and h is not None:
+                rows.append({"dtype": dtype, "kind": "nvml", "t_s": round(time.time() - t0, 2),
+                             "sm_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                             "power_w": pynvml.nvmlDeviceGetPowerUsage(h) / 1e3,
+                             "temp_c": pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)})
+                time.sleep(0.1)
+        th = threading.Thread(target=sample)
+        th.start()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        while time.time() - t0 < seconds:
+            start.record()
+            for _ in range(10):
+                g.replay()
+            end.record()
+            end.synchronize()
+            rows.append({"dtype": dtype, "kind": "replays", "t_s": round(time.time() - t0, 2),
+                         "layer_ms": round(start.elapsed_time(end) / 10, 4)})
+        stop[0] = True
+        th.join()
+        its = [r["layer_ms"] for r in rows if r.get("kind") == "replays" and r["dtype"] == dtype]
+        print(dtype, "first", its[:3], "last", its[-3:], flush=True)
+        del g
+        torch.cuda.empty_cache()
+        time.sleep(5)  # cool down a little between the formats
+    return rows
+
+
 PARTS = {"gemm-train": gemm_train_rows, "attention-train": attention_train_rows,
          "attention-cudnn": lambda: attention_train_rows("cudnn"), "adam": adam_rows,
-         "fp8-cast": fp8_cast_rows, "layer-train": layer_train_rows}
+         "fp8-cast": fp8_cast_rows, "layer-train": layer_train_rows, "wgrad-accum": wgrad_accum_rows,
+         "sustained": sustained_rows}
 
 if __name__ == "__main__":
     run_parts(PARTS, sys.argv[1], sys.argv[2:])

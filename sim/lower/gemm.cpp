@@ -166,9 +166,17 @@ void GemmProgram::tile_epilogue(uint64_t tile, StepWork& w) const {
   const int64_t rows_m = std::min(bm, M - tm * bm);
   const int64_t cols_n = std::min(bn, N - tn * bn);
   const uint64_t c_batch = bytes_of(static_cast<uint64_t>(M * N), out_bits) * static_cast<uint64_t>(bi);
-  w.stores.push_back({c + c_batch + bytes_of(static_cast<uint64_t>(tm * bm * N + tn * bn), out_bits),
-                      static_cast<uint64_t>(rows_m), bytes_of(static_cast<uint64_t>(cols_n), out_bits),
-                      bytes_of(static_cast<uint64_t>(N), out_bits)});
+  const Strided tile_c{c + c_batch + bytes_of(static_cast<uint64_t>(tm * bm * N + tn * bn), out_bits),
+                       static_cast<uint64_t>(rows_m), bytes_of(static_cast<uint64_t>(cols_n), out_bits),
+                       bytes_of(static_cast<uint64_t>(N), out_bits)};
+  // Accumulating: the tile's old values in, one add per element, before the store.
+  if (accumulate) {
+    w.loads.push_back(tile_c);
+    w.instr_mem += 1;
+    w.fp32_ops += static_cast<double>(bm * bn);
+    w.instr_simt += static_cast<double>(bm * bn) / 32.0;
+  }
+  w.stores.push_back(tile_c);
   // fp8: the per-tensor scales, loaded here, after the K loop: the scaling waits a round trip.
   if (tensor_scales != 0) {
     w.loads.push_back({tensor_scales, 1, 8, 8});
@@ -254,7 +262,7 @@ void GemmProgram::written(double max_bytes, std::vector<Strided>& out) const {
 
 double GemmProgram::hbm_bytes() const {
   return static_cast<double>(batch) *
-         (M * K * (in_bits / 8.0) + static_cast<double>(K) * N * b_elem_bytes + M * N * out_bits / 8.0);
+         (M * K * (in_bits / 8.0) + static_cast<double>(K) * N * b_elem_bytes + (accumulate ? 2 : 1) * M * N * out_bits / 8.0);
 }
 
 double GemmProgram::l2_operand_bytes(double n_tiles, int64_t tbm, int64_t tbn, double k_len) const {
@@ -455,6 +463,7 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
   p->b_bits = dtype_bits(op.b_dtype());
   p->b_elem_bytes = op.weight_bits() / 8.0;
   p->sparse = op.sparse_2_4;
+  p->accumulate = op.accumulate;
   if (op.weight_only()) {
     p->scale_group = op.weight_group;
     p->scale_bits = op.weight_scale_bits;
@@ -541,6 +550,7 @@ LoweredOp Lowering::gemm_kernel(const Op& op, bool simt_conv) {
   if (p->sk_ctas > 0)
     d += ", stream-K: " + std::to_string(p->tiles() - p->dp_tiles) + " tiles over " + std::to_string(p->sk_ctas) + " CTAs" +
          (p->dp_tiles > 0 ? " after " + std::to_string(p->dp_tiles) + " data-parallel" : "");
+  if (p->accumulate) d += ", C accumulated";
   if (op.weight_only())
     d += ", " + op.weight_format + " weights" + (p->dequant_ops > 0 ? " converted to " + std::string(dtype_name(op.dtype)) : " (native block scaling)");
   p->description = d;

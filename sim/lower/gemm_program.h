@@ -30,6 +30,9 @@ class GemmProgram : public KernelProgram {
   int b_bits = 16;  // the weights' elements (narrower than in_bits when weight-only quantised)
   Dtype dtype = Dtype::bf16;
   bool sparse = false;
+  // C = AB + C: the epilogue loads each output tile (out_bits) before it adds and stores it
+  // (trace::Op::accumulate; cuBLAS's beta 1).
+  bool accumulate = false;
   // Block scales of the weights: one of scale_bits per scale_group elements along K (0: none).
   int64_t scale_group = 0;
   int scale_bits = 0;

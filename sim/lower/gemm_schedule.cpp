@@ -53,7 +53,7 @@ double GemmProgram::reduction_s(const config::GpuConfig& gpu, int64_t s) const {
     const double outputs = static_cast<double>(batch) * M * N;
     return outputs * 4.0 * 2.0 * static_cast<double>(s) / gpu.l2.bandwidth + idle_latency +
            outputs * static_cast<double>(s) / (sm.fp32_lanes * sm.count) / sm.clock_hz +
-           outputs * out_bits / 8.0 / gpu.l2.bandwidth + kl.kernel_end_s + kl.launch_gap_s + kl.kernel_start_s;
+           (accumulate ? 2 : 1) * outputs * out_bits / 8.0 / gpu.l2.bandwidth + kl.kernel_end_s + kl.launch_gap_s + kl.kernel_start_s;
   }
   const double partial_bytes = static_cast<double>(tiles()) * static_cast<double>(bm * bn) * 4.0 * 2.0 * static_cast<double>(s - 1);
   return partial_bytes / gpu.l2.bandwidth + idle_latency +
@@ -70,6 +70,7 @@ class SplitKReduce : public KernelProgram {
   uint64_t per_cta = 1024;
   int64_t splits = 2;
   int out_bits = 16;
+  bool accumulate = false;  // C's old values added too (GemmProgram::accumulate)
   uint64_t ws = 0, c = 0;
 
   uint64_t num_ctas() const override { return div_up(elements, per_cta); }
@@ -85,8 +86,15 @@ class SplitKReduce : public KernelProgram {
   }
   void epilogue(uint64_t cta, StepWork& w) const override {
     const uint64_t bytes = bytes_of(count(cta), out_bits);
-    w.stores.push_back({c + bytes_of(cta * per_cta, out_bits), 1, bytes, bytes});
-    w.instr_mem = 1;
+    const Strided run{c + bytes_of(cta * per_cta, out_bits), 1, bytes, bytes};
+    if (accumulate) {
+      w.loads.push_back(run);
+      w.fp32_ops += static_cast<double>(count(cta));
+      w.instr_simt += static_cast<double>(count(cta)) / 32.0;
+      w.instr_mem += 1;
+    }
+    w.stores.push_back(run);
+    w.instr_mem += 1;
   }
 };
 
@@ -97,6 +105,7 @@ std::shared_ptr<KernelProgram> make_split_k_reduce(const GemmProgram& p) {
   r->elements = static_cast<uint64_t>(p.batch * p.M * p.N);
   r->splits = p.splits;
   r->out_bits = p.out_bits;
+  r->accumulate = p.accumulate;
   r->ws = p.ws;
   r->c = p.c;
   r->stages = 1;

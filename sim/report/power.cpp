@@ -81,8 +81,14 @@ PowerInfo power_info(const PowerParams& p, std::vector<int> gpus, const std::vec
   info.time_constant_s = p.time_constant_s;
   info.start = p.start;
   info.gpus = std::move(gpus);
+  // The governor's floor (Governor::end_window): the curve's lowest clock, at least one step.
+  if (!p.vf_curve.empty())
+    info.lowest_clock_hz = std::min(std::max(p.vf_curve.front().clock_hz, p.clock_step_hz), p.boost_clock_hz);
   for (const auto& tr : tracks) {
-    for (const PowerSample& x : tr) info.peak_filtered_w = std::max(info.peak_filtered_w, x.filtered_w);
+    for (const PowerSample& x : tr) {
+      info.peak_filtered_w = std::max(info.peak_filtered_w, x.filtered_w);
+      if (x.clock_hz <= info.lowest_clock_hz * (1 + 1e-9) && x.power_w > p.limit_w) info.unheld_w = std::max(info.unheld_w, x.power_w);
+    }
     info.tracks.push_back(merge_steady(tr));
   }
   return info;
@@ -94,6 +100,8 @@ void write_power_settings(JsonWriter& w, const PowerInfo& p) {
   w.field("boost_clock_hz", p.boost_clock_hz).field("idle_floor_w", p.idle_floor_w);
   w.field("time_constant_s", p.time_constant_s).field("start", p.start);
   w.field("peak_average_power_w", p.peak_filtered_w);
+  w.field("limit_held", p.unheld_w == 0).field("lowest_clock_hz", p.lowest_clock_hz);
+  if (p.unheld_w > 0) w.field("power_at_lowest_clock_w", p.unheld_w);
   // Each simulated GPU's governor windows (merged where steady): the source of the timeline's
   // power track and the HTML chart.
   w.key("track").begin_array();

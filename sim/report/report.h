@@ -102,6 +102,10 @@ struct PowerInfo {
   std::vector<int> gpus;                         // the GPU of each track
   std::vector<std::vector<PowerSample>> tracks;  // governor windows per simulated GPU
   double peak_filtered_w = 0;                    // highest time-constant average reached
+  // The governor's lowest clock, and the highest power a window drew there above the limit: the
+  // limit cannot be held at that load even at the lowest clock (0: it was held).
+  double lowest_clock_hz = 0;
+  double unheld_w = 0;
 };
 
 // "--set a=1 --set b=2 --trace-set dtype=fp8": the overrides a run was given, or "" for none.

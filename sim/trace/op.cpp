@@ -103,7 +103,7 @@ double Op::min_bytes() const {
     case OpKind::gemm: {
       const double weights = static_cast<double>(k) * static_cast<double>(n) * weight_bits() / 8.0;
       return b * (static_cast<double>(m) * static_cast<double>(k) * ei + weights +
-                  static_cast<double>(m) * static_cast<double>(n) * eo);
+                  (accumulate ? 2.0 : 1.0) * static_cast<double>(m) * static_cast<double>(n) * eo);
     }
     case OpKind::elementwise: return static_cast<double>(elements()) * (inputs * ei + outputs * eo);
     case OpKind::reduction: return static_cast<double>(elements()) * ei + static_cast<double>(rows()) * eo;

@@ -27,6 +27,7 @@ void visit_fields(OpT& o, Visitor&& v) {
   v("stream", o.stream, P), v("devices", o.devices, P), v("all_devices", o.all_devices, P), v("deps", o.deps, P);
   v("loc", o.loc, P);
   v("m", o.m, W), v("n", o.n, W), v("k", o.k, W), v("batch", o.batch, W), v("sparse_2_4", o.sparse_2_4, W);
+  v("accumulate", o.accumulate, W);
   v("weight_format", o.weight_format, W), v("weight_dtype", o.weight_dtype, W), v("weight_group", o.weight_group, W);
   v("weight_scale_bits", o.weight_scale_bits, W), v("switching", o.switching, W), v("input_density", o.input_density, W);
   v("shape", o.shape, W), v("inputs", o.inputs, W), v("outputs", o.outputs, W), v("flops_per_element", o.flops_per_element, W);

@@ -27,7 +27,7 @@ using namespace detail;  // the field readers (trace_fields.h)
 
 const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
   static const std::vector<std::pair<OpKind, std::vector<std::string>>> keys = {
-      {OpKind::gemm, {"m", "n", "k", "batch", "sparsity", "input_density", "weight_dtype", "weight_group"}},
+      {OpKind::gemm, {"m", "n", "k", "batch", "sparsity", "input_density", "weight_dtype", "weight_group", "accumulate"}},
       {OpKind::elementwise, {"shape", "inputs", "outputs", "flops_per_element", "contiguous"}},
       {OpKind::reduction, {"shape"}},
       {OpKind::softmax, {"shape"}},
@@ -187,6 +187,7 @@ class Parser {
           o.sparse_2_4 = sp.Scalar() == "2:4";
         }
         if (n["input_density"]) o.input_density = get_double(cx, n["input_density"], path + ".input_density", 0, 1);
+        if (n["accumulate"]) o.accumulate = get_bool(cx, n["accumulate"], path + ".accumulate");
         if (n["weight_dtype"]) parse_weight_format(cx, n, path, o);
         else if (n["weight_group"]) fail(cx.at(n["weight_group"]), path + ".weight_group", "applies with weight_dtype");
         break;

@@ -35,6 +35,10 @@ struct Op {
   // gemm: C[batch, m, n] = A[batch, m, k] x B[batch, k, n]; conv2d uses batch and k too.
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool sparse_2_4 = false;  // 2:4 structured sparsity on B (the weights)
+  // gemm: C = A x B + C, C read in out_dtype before it is written (cuBLAS's beta 1): a weight
+  // gradient added into an fp32 gradient buffer by its GEMM, as Megatron-LM's gradient
+  // accumulation fusion and Transformer Engine's fuse_wgrad_accumulation run it.
+  bool accumulate = false;
   // gemm, conv2d: weight-only quantisation. B (the weights) is stored as weight_dtype, narrower
   // than dtype (the tensor cores' format); `weight_group` elements along K share one scale of
   // `weight_scale_bits` bits (MXFP4: 32 elements, an 8-bit E8M0 scale). The kernel converts B to

@@ -303,6 +303,34 @@ class Kernels(unittest.TestCase):
         self.assertEqual(conv["shape"], [att["batch"] * att["seq_q"], att["heads"] * att["head_dim"]])
         self.assertEqual((conv["dtype"], conv["out_dtype"]), ("fp32", "bf16"))
 
+    def test_weight_gradients_accumulate_into_fp32_as_grad_accumulation_says(self):
+        # fused (the default): every weight gradient's GEMM adds into fp32; attention's products
+        # of activations (unfused qk, pv) are not weights.
+        card = [self.LLAMA, "--phase", "train", "--prompt", "256", "--batch", "2", "--layers", "1", "--attention", "unfused"]
+        fused = [o for _, o in ops_of(generate(card)) if o["name"].endswith("_wgrad")]
+        weights = [o for o in fused if o["name"].split(".")[-1] not in ("qk_wgrad", "pv_wgrad")]
+        self.assertTrue(len(weights) >= 5 and len(weights) < len(fused))  # a layer's four GEMMs and the LM head
+        for o in fused:
+            self.assertEqual(o.get("accumulate", False), o in weights, o)
+            self.assertEqual(o.get("out_dtype", "bf16"), "fp32" if o in weights else "bf16", o)
+        # add: the GEMM writes bf16 and an add kernel reads fp32 + bf16 and writes fp32 after it.
+        added = list(ops_of(generate(card + ["--grad-accumulation", "add"])))
+        names = [n for n, _ in added]
+        for w in weights:
+            n = [n for n, o in added if o["name"] == w["name"]][0]
+            g, acc = added[names.index(n)][1], added[names.index(n) + 1][1]
+            self.assertNotIn("accumulate", g)
+            self.assertEqual(acc["name"], w["name"][:-len("_wgrad")] + "_grad_accum")
+            self.assertEqual(acc["shape"], [g["m"] * g["n"]])
+            # 4 + 2 bytes read, 4 written per gradient element
+            self.assertEqual((acc["inputs"] * 2, 4), (6, {"fp32": 4}[acc["out_dtype"]]))
+        none = [o for _, o in ops_of(generate(card + ["--grad-accumulation", "none"]))]
+        self.assertFalse([o for o in none if o.get("accumulate") or o["name"].endswith("_grad_accum")])
+        # The data-parallel reduction waits for the last accumulation.
+        dp = [o for _, o in ops_of(generate(card + ["--dp", "2", "--grad-accumulation", "add"]))
+              if o["name"].startswith("grad_reduce")]
+        self.assertTrue(dp and all(any(d.endswith("_grad_accum") for d in o["deps"]) for o in dp), dp)
+
     def test_adam_reads_four_tensors_and_writes_three_then_copies_the_parameters(self):
         t = generate(self.BASE)
         adam = [o for o in t["ops"] if o.get("name") == "adam"][0]

@@ -1,5 +1,8 @@
 // Analytic bounds: whatever the model does inside, a run can never beat the peaks derived from
 // its own config, and more work can never take less time.
+#include <array>
+#include <vector>
+
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
@@ -89,6 +92,22 @@ TEST_CASE("wave quantisation emerges: one tile more than a wave costs a second w
   const double two_sk = d(simulate(kH100, gemm_trace(128 * 24 + 1, 128 * 11, 4096), sk)["total"]["time_s"]);
   CHECK(two_spill / two > 1.2);
   CHECK(two_sk < 0.9 * two_spill);
+}
+
+TEST_CASE("a GEMM that accumulates reads its output from HBM once more, in its tiles or its split-K reduction",
+          "[sim][bounds]") {
+  // 4096^3: persistent tiles, C read in each tile's epilogue; 32 x 1280 x 8192: split-K, C read by
+  // the reduction kernel.
+  for (const auto& mnk : std::vector<std::array<long, 3>>{{4096, 4096, 4096}, {32, 1280, 8192}}) {
+    const YAML::Node plain = simulate(kH100, gemm_trace(mnk[0], mnk[1], mnk[2], "bf16", ", out_dtype: fp32"));
+    const YAML::Node acc = simulate(kH100, gemm_trace(mnk[0], mnk[1], mnk[2], "bf16", ", out_dtype: fp32, accumulate: true"));
+    const double c_bytes = 4.0 * mnk[0] * mnk[1];
+    INFO(mnk[0] << "x" << mnk[1] << "x" << mnk[2] << ": " << acc["ops"][0]["lowering"]["description"].as<std::string>());
+    CHECK(d(acc["ops"][0]["memory"]["hbm_read_bytes"]) - d(plain["ops"][0]["memory"]["hbm_read_bytes"]) ==
+          Approx(c_bytes).epsilon(0.05));
+    CHECK(d(acc["ops"][0]["min_bytes"]) - d(plain["ops"][0]["min_bytes"]) == Approx(c_bytes));
+    CHECK(d(acc["ops"][0]["time_s"]) > d(plain["ops"][0]["time_s"]));
+  }
 }
 
 TEST_CASE("TMA multicast lowers L2 traffic and never slows a GEMM", "[sim][bounds]") {

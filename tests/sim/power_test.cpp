@@ -92,6 +92,23 @@ TEST_CASE("power: throughput is monotone in the power limit", "[sim][power]") {
   CHECK(times.front() > 1.3 * times.back());  // a quarter of the power is far slower
 }
 
+TEST_CASE("power: a limit the chip cannot hold at its lowest clock is reported as not held", "[sim][power]") {
+  // 90 W on an H100: even at 750 MHz a GEMM draws about 310 W.
+  const YAML::Node low = simulate(kH100, gemms(1, 4096), {"power.limit=90 W"});
+  const YAML::Node p = low["chip"]["power"];
+  CHECK_FALSE(p["limit_held"].as<bool>());
+  CHECK(p["lowest_clock_hz"].as<double>() == Approx(0.75e9));
+  CHECK(p["power_at_lowest_clock_w"].as<double>() > 200);
+  CHECK(low["total"]["power"]["sm_clock_hz"].as<double>() < 0.8e9);
+  // The shipped 700 W is held, sustained or not.
+  for (const char* start : {"power.start=idle", "power.start=sustained"}) {
+    const YAML::Node ok = simulate(kH100, gemms(2, 4096), {start})["chip"]["power"];
+    INFO(start);
+    CHECK(ok["limit_held"].as<bool>());
+    CHECK_FALSE(ok["power_at_lowest_clock_w"]);
+  }
+}
+
 TEST_CASE("power: a short kernel runs at boost, unthrottled", "[sim][power]") {
   const YAML::Node r = simulate(kH100, gemms(1, 1024));
   const YAML::Node p = r["ops"][0]["power"];

@@ -82,6 +82,19 @@ TEST_CASE("an elementwise op writes its outputs tensors of its shape, and other 
              Catch::Contains("key 'ops[0].outputs': unknown key for a softmax op"));
 }
 
+TEST_CASE("a GEMM that accumulates reads its output too, and only GEMMs take accumulate", "[trace]") {
+  const auto t = trace::load_trace(temp_file(kHead + "  - {name: g, kind: gemm, m: 64, n: 32, k: 16, out_dtype: fp32, accumulate: true}\n"
+                                                     "  - {name: h, kind: gemm, m: 64, n: 32, k: 16, out_dtype: fp32}\n"));
+  CHECK(t.ops[0].accumulate);
+  CHECK_FALSE(t.ops[1].accumulate);
+  CHECK(t.ops[0].min_bytes() == t.ops[1].min_bytes() + 64.0 * 32 * 4);
+  CHECK(trace::work_key(t.ops[0]) != trace::work_key(t.ops[1]));
+  CHECK_THAT(trace_error(kHead + "  - {name: g, kind: gemm, m: 8, n: 8, k: 8, accumulate: 2}\n"),
+             Catch::Contains("key 'ops[0].accumulate'"));
+  CHECK_THAT(trace_error(kHead + "  - {name: e, kind: elementwise, shape: [8], accumulate: true}\n"),
+             Catch::Contains("key 'ops[0].accumulate': unknown key for a elementwise op"));
+}
+
 TEST_CASE("JSON Lines traces load, with line numbers in errors", "[trace]") {
   const auto t = trace::load_trace(temp_file(
       "{\"xpusim_trace\": 1, \"name\": \"gen\"}\n"

@@ -120,6 +120,11 @@ def parser():
                          "replica only, standing for every replica's (`mirrors`); with system.detail representative "
                          "a step on thousands of GPUs simulates one replica's traffic and the data-parallel "
                          "collectives over all")
+    tr.add_argument("--grad-accumulation", choices=["fused", "add", "none"], default="fused",
+                    help="how each weight gradient reaches the fp32 gradient buffer: fused (default; the "
+                         "weight-gradient GEMM adds into it, Megatron-LM's gradient-accumulation fusion and "
+                         "Transformer Engine's), add (the GEMM writes the gradient, an add kernel accumulates "
+                         "it, Megatron-LM's 2021 hooks), none (not modelled)")
     tr.add_argument("--grad-reduce", choices=["fp32", "bf16"], default="fp32",
                     help="format the gradients are reduced in over the replicas (default fp32, as Megatron-LM "
                          "accumulates and reduces them with bf16 training)")
@@ -190,7 +195,7 @@ def _build(a):
         fail("--microbatches applies with --pp, or in training")
     if a.phase != "train":
         defaults = {"schedule": "1f1b", "virtual_stages": 1, "sequence_parallel": False, "zero": 0,
-                    "recompute": "none", "grad_reduce": "fp32", "ep": 1, "capacity_factor": None,
+                    "recompute": "none", "grad_reduce": "fp32", "grad_accumulation": "fused", "ep": 1, "capacity_factor": None,
                     "mirror_replicas": False}
         for k, v in defaults.items():
             if getattr(a, k) != v:

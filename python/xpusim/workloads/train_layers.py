@@ -150,6 +150,39 @@ def _experts(ops, c, a, T):
     return out
 
 
+GRAD_ACCUMULATION = ("fused", "add", "none")
+NOT_WEIGHTS = ("qk", "pv")  # unfused attention's products of two activations
+
+
+def grad_accumulation_add(name, rows, cols, grad_dtype, batch=1):
+    """The unfused accumulation of a weight gradient into Megatron-LM's fp32 `main_grad`
+    (`main_grad.add_(grad)`): reads the fp32 buffer and the gradient, writes the buffer, as one
+    elementwise op of three 2-byte-sized inputs (4 + 2 bytes read) writing fp32; a gradient of 4
+    bytes reads as four 2-byte ones."""
+    inputs = 2 + (2 if grad_dtype == "fp32" else 1)
+    return {"name": name, "kind": "elementwise", "shape": [batch * rows * cols], "dtype": "bf16", "inputs": inputs,
+            "out_dtype": "fp32"}
+
+
+def accumulate_wgrad(wgrad, a):
+    """A weight gradient as --grad-accumulation says it reaches the fp32 gradient buffer:
+    `fused` (Megatron-LM's gradient-accumulation fusion, its default since 2022, and Transformer
+    Engine's fuse_wgrad_accumulation: the GEMM adds into the fp32 buffer, cuBLAS's beta 1), `add`
+    (the GEMM writes the gradient and an add kernel accumulates it, as Megatron-LM's 2021 hooks
+    did), `none` (not modelled). Returns the ops to emit in its place."""
+    mode = a.grad_accumulation
+    if mode == "fused":
+        return [dict(wgrad, out_dtype="fp32", accumulate=True)]
+    if mode == "add":
+        name = wgrad["name"][:-len("_wgrad")] + "_grad_accum"
+        add = grad_accumulation_add(name, wgrad["m"], wgrad["n"], wgrad.get("out_dtype", wgrad.get("dtype", "bf16")),
+                                    wgrad.get("batch", 1))
+        if "stream" in wgrad:
+            add["stream"] = wgrad["stream"]  # after its GEMM, in stream order
+        return [wgrad, add]
+    return [wgrad]
+
+
 def backward_layer(fwd, c, a, mb):
     """One layer's backward, in reverse: each GEMM C = A B as its data gradient dA = dC B^T and
     weight gradient dB = A^T dC (unfused attention's QK^T and PV too, its softmax and dropout
@@ -159,7 +192,8 @@ def backward_layer(fwd, c, a, mb):
     of the column-parallel projections (QKV, FFN up) are all-reduced (SP: reduce-scattered) on
     stream 1 beside the weight gradient, which Megatron overlaps; with SP the row-parallel
     projections' output gradient is all-gathered first, and the column-parallel input is
-    gathered again for its weight gradient (on stream 1, beside the data gradient)."""
+    gathered again for its weight gradient (on stream 1, beside the data gradient). Each weight
+    gradient reaches the fp32 gradient buffer as --grad-accumulation says (accumulate_wgrad)."""
     T, D = mb.batch * mb.prompt, c["hidden"]
     nbytes = int(T * D * act_bytes(a.activations))
     tp, sp = a.tp > 1, a.sequence_parallel and a.tp > 1
@@ -202,7 +236,7 @@ def backward_layer(fwd, c, a, mb):
                        "bytes": int(op["m"] * op["k"] * act_bytes(a.activations)), "stream": 1, "deps": [f"{n}_dgrad"]}
                 out.append(red)
                 waits = [red["name"]]
-            out.append(wgrad)
+            out += accumulate_wgrad(wgrad, a) if n not in NOT_WEIGHTS else [wgrad]
         elif kind == "attention":
             # FlashAttention-2's backward: QK^T again, then dV, dP, dQ and dK, five products of the
             # forward's shape to its two, the score matrix never in memory: as 2.5 forward passes of
