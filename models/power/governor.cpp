@@ -42,6 +42,28 @@ double Governor::power_at(double clock_hz, double core_nominal_j_per_cycle, doub
   return p_.idle_floor_w + offcore_w + r * r * (static_w_ + core_nominal_j_per_cycle * clock_hz);
 }
 
+double Governor::highest_clock(double cap, double core_nominal_j_per_cycle, double offcore_w) const {
+  // Boost, else the highest step below it that fits, down to the curve's lowest clock.
+  const double lo = std::min(std::max(curve_.min_clock(), p_.clock_step_hz), p_.boost_clock_hz);
+  double f = p_.boost_clock_hz;
+  if (power_at(f, core_nominal_j_per_cycle, offcore_w) > cap) {
+    f = std::ceil(p_.boost_clock_hz / p_.clock_step_hz - 1 - 1e-9) * p_.clock_step_hz;
+    while (f - p_.clock_step_hz >= lo - 1e-6 && power_at(f, core_nominal_j_per_cycle, offcore_w) > cap) f -= p_.clock_step_hz;
+    f = std::max(f, lo);
+  }
+  return f;
+}
+
+void Governor::hold_steady(double core_nominal_j_per_cycle, double offcore_w) {
+  clock_hz_ = highest_clock(p_.limit_w, core_nominal_j_per_cycle, offcore_w);
+  // Throttled, the average stands at the limit (the clock dithers about the step found); else
+  // the load runs at boost, and the average is its power there.
+  const double at_boost = power_at(p_.boost_clock_hz, core_nominal_j_per_cycle, offcore_w);
+  filtered_w_ = std::min(p_.limit_w, at_boost);
+  activity_ = core_nominal_j_per_cycle;
+  settling_ = false;
+}
+
 double Governor::end_window(double start_s, double end_s, double core_nominal_j, double offcore_j) {
   const double dt = end_s - start_s;
   if (dt <= 0) return clock_hz_;
@@ -53,6 +75,8 @@ double Governor::end_window(double start_s, double end_s, double core_nominal_j,
   s.clock_hz = clock_hz_;
   s.voltage_v = voltage();
   s.power_w = power_at(clock_hz_, per_cycle, offcore_w);
+  s.activity = per_cycle;
+  s.offcore_w = offcore_w;
   // How far the last prediction missed (a kernel starting or ending inside the window): later
   // predictions carry the smoothed miss, so that misses do not run the average over the limit.
   if (predicted_w_ > 0 && per_cycle > 0) {
@@ -76,14 +100,7 @@ double Governor::end_window(double start_s, double end_s, double core_nominal_j,
   // and end inside windows; one window alone is noisy), times the smoothed miss.
   activity_ = activity_ < 0 ? per_cycle : activity_ + (per_cycle - activity_) * -std::expm1(-dt / (kActivityWindows * p_.control_period_s));
   const double expect = activity_ * bias_;
-  // Boost, else the highest step below it that fits, down to the curve's lowest clock.
-  const double lo = std::min(std::max(curve_.min_clock(), p_.clock_step_hz), p_.boost_clock_hz);
-  double f = p_.boost_clock_hz;
-  if (power_at(f, expect, offcore_w) > cap) {
-    f = std::ceil(p_.boost_clock_hz / p_.clock_step_hz - 1 - 1e-9) * p_.clock_step_hz;
-    while (f - p_.clock_step_hz >= lo - 1e-6 && power_at(f, expect, offcore_w) > cap) f -= p_.clock_step_hz;
-    f = std::max(f, lo);
-  }
+  const double f = highest_clock(cap, expect, offcore_w);
   predicted_w_ = power_at(f, activity_, offcore_w);
   s.throttled = clock_hz_ < p_.boost_clock_hz - 0.5 * p_.clock_step_hz;  // the window's own clock
   track_.push_back(s);

@@ -33,6 +33,8 @@ struct PowerSample {
   double power_w = 0;     // chip power in the window
   double filtered_w = 0;  // the exponential average the limit applies to, at the window's end
   bool throttled = false; // the limit held the clock below boost in this window
+  double activity = 0;    // core-rail energy per cycle at the nominal voltage (J): the load
+  double offcore_w = 0;   // off-core power (DRAM, NVLink)
 };
 
 class Governor {
@@ -52,8 +54,17 @@ class Governor {
   // Power of the chip at `clock_hz` with the given core activity (nominal-voltage joules per
   // cycle) and off-core power.
   double power_at(double clock_hz, double core_nominal_j_per_cycle, double offcore_w) const;
+  // power.start steady: the load repeats (a trace that is one period of a loop of itself,
+  // shorter than the time constant), so the average stands where the load's own power does at
+  // the clock the governor settles on: the highest clock whose power at this load is within the
+  // limit. Holds that clock from the start, with the load as the prediction's.
+  void hold_steady(double core_nominal_j_per_cycle, double offcore_w);
 
  private:
+  // The highest clock step, from boost down to the curve's lowest, whose power at this load is
+  // at most `cap` (the lowest where none is).
+  double highest_clock(double cap, double core_nominal_j_per_cycle, double offcore_w) const;
+
   PowerParams p_;
   VfCurve curve_;
   double static_w_, nominal_v_;

@@ -4,7 +4,9 @@ and read bandwidth by size, and a BERT-base encoder layer forward (fp16) at batc
 Writes CSV files into the output directory. Changes no device setting.
 Usage: python3 gpu_microbench.py OUT_DIR            every part
        python3 gpu_microbench.py OUT_DIR gemm       the GEMM sweep alone
-       python3 gpu_microbench.py OUT_DIR power tf32,fp16   sustained GEMMs of these formats (gemm-power-FORMATS.csv)"""
+       python3 gpu_microbench.py OUT_DIR power tf32,fp16   sustained GEMMs of these formats (gemm-power-FORMATS.csv)
+       python3 gpu_microbench.py OUT_DIR steady bf16,fp8 1024,2048,4096,8192
+                                                    each size looped for 4 s: throughput, clock, power (gemm-steady.csv)"""
 import csv
 import os
 import sys
@@ -197,6 +199,50 @@ def power_rows(dtypes=("bf16", "fp8", "int8")):
     return rows
 
 
+def steady_rows(dtypes, sizes, seconds=4.0):
+    """Each size's GEMM as a CUDA graph of 20 calls (3 from 4096 up) replayed back to back for
+    `seconds`, board power and SM clock sampled by nvidia-smi every 100 ms: the steady state of a
+    benchmark loop of one kernel at the card's shipped limit (the first second left out)."""
+    import subprocess
+    rows = []
+    for dtype in dtypes:
+        for s in sizes:
+            try:
+                reps = 20 if s < 4096 else 3
+                g = graph_of(gemm_fn(dtype, s, s, s), reps)
+                g.replay()
+                torch.cuda.synchronize()
+                smi = subprocess.Popen(["nvidia-smi", "--query-gpu=power.draw,clocks.sm", "--format=csv,noheader,nounits",
+                                        "-lms", "100"], stdout=subprocess.PIPE, text=True)
+                t0 = time.time()
+                marks = []  # (wall s, replays so far) after each synchronize
+                calls = 0
+                while time.time() - t0 < seconds:
+                    for _ in range(max(1, int(2e-3 * 1e12 / (2 * s ** 3 * reps)))):  # about 2 ms of work at 1 PFLOP/s
+                        g.replay()
+                        calls += reps
+                    torch.cuda.synchronize()
+                    marks.append((time.time() - t0, calls))
+                smi.terminate()
+                samples = [l.split(",") for l in smi.communicate()[0].strip().splitlines() if "," in l]
+                late = [m for m in marks if m[0] >= 1.0]
+                first = next(m for m in marks if m[0] >= 1.0) if late else marks[0]
+                dt, n = marks[-1][0] - first[0], marks[-1][1] - first[1]
+                watts = [float(p) for p, _ in samples[10:]] or [0]
+                clocks = [float(c) for _, c in samples[10:]] or [0]
+                rows.append({"dtype": dtype, "size": s, "calls_per_graph": reps, "seconds": round(marks[-1][0], 2),
+                             "tflops_after_1s": round(2 * s ** 3 * n / dt / 1e12, 1) if dt > 0 else "",
+                             "avg_power_w": round(sum(watts) / len(watts), 1), "avg_sm_clock_mhz": round(sum(clocks) / len(clocks)),
+                             "min_sm_clock_mhz": min(clocks), "max_sm_clock_mhz": max(clocks), "samples": len(samples)})
+                print(rows[-1], flush=True)
+            except Exception as e:
+                rows.append({"dtype": dtype, "size": s, "error": str(e)[:200]})
+                print(dtype, s, "error", e, flush=True)
+            torch.cuda.empty_cache()
+            time.sleep(1)
+    return rows
+
+
 def write(name, rows):
     keys = []
     for r in rows:
@@ -213,6 +259,9 @@ if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     if len(sys.argv) > 2 and sys.argv[2] == "gemm":
         write("gemm.csv", gemm_rows())
+        sys.exit(0)
+    if len(sys.argv) > 4 and sys.argv[2] == "steady":  # OUT steady bf16,fp8 1024,2048,4096,8192
+        write("gemm-steady.csv", steady_rows(sys.argv[3].split(","), [int(x) for x in sys.argv[4].split(",")]))
         sys.exit(0)
     if len(sys.argv) > 3 and sys.argv[2] == "power":
         write("gemm-power-" + sys.argv[3].replace(",", "-") + ".csv", power_rows(sys.argv[3].split(",")))

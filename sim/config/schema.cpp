@@ -169,10 +169,15 @@ void add_power_section(Schema& s, std::function<void*(void*)> locate, bool accel
                 "How often the governor measures power and sets the clock (a simulation granularity: shorter is finer and slower)")
       .quantity("clock_step", &PowerParams::clock_step_hz, Dim::Frequency, def("15 MHz"), between(1e5, 1e9),
                 "Granularity of the clocks the governor picks (default: assumption, the 15 MHz steps of Hopper's clock table)")
-      .choice("start", &PowerParams::start, {"idle", "sustained"}, def("idle"),
-              "Power history before the trace: idle (the average starts at the idle power, so a short trace runs on the "
-              "headroom), or sustained (the trace is a slice of a long run of its own load, as a benchmark's steady state: the "
-              "first busy control window measures the load at boost, and the average stands at the limit from then on)");
+      .choice("start", &PowerParams::start,
+              accelerator ? std::vector<std::string>{"idle", "sustained"} : std::vector<std::string>{"idle", "sustained", "steady"},
+              def("idle"),
+              std::string("Power history before the trace: idle (the average starts at the idle power, so a short trace runs on the "
+                          "headroom), or sustained (the trace is a slice of a long run of its own load, as a benchmark's steady state: the "
+                          "first busy control window measures the load at boost, and the average stands at the limit from then on)") +
+                  (accelerator ? "" : ", or steady (the trace is one period of a loop of itself, as a benchmark's steady state of a kernel "
+                                      "shorter than the time constant: the trace is simulated once more beforehand to measure its load, and "
+                                      "the clock starts where that load meets the limit, the average at the limit)"));
 }
 
 Schema make_gpu_schema() {

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -12,6 +13,7 @@
 #include "sim/config/limits.h"
 #include "sim/config/units.h"
 #include "sim/engine/gpu_system.h"
+#include "sim/engine/isolated.h"
 #include "sim/engine/power_manager.h"
 #include "sim/engine/target.h"
 #include "sim/engine/workload_driver.h"
@@ -67,6 +69,46 @@ std::string duration_text(double s) {
   else if (s < 7200) std::snprintf(b, sizeof b, "%.0f minutes", s / 60);
   else std::snprintf(b, sizeof b, "%.1f hours", s / 3600);
   return b;
+}
+
+// power.start steady (docs/energy-model.md): each simulated GPU's load over the whole trace,
+// measured by simulating the trace once with the limit out of reach (every window at boost) in
+// a child process, as SystemC elaborates once per process: its core energy per cycle at the
+// nominal voltage, and its off-core power. In the order of Placement::simulated.
+struct SteadyLoad {
+  double activity = 0, offcore_w = 0;
+};
+std::vector<SteadyLoad> probe_steady_load(const Target& target, const config::LoadedConfig& cfg, const trace::Trace& t,
+                                          const SimOptions& opt) {
+  config::LoadedConfig probe = cfg;
+  PowerParams& p = probe.chip.gpu.power;
+  p.start = "idle";
+  p.limit_w = 1e12;
+  p.peak_ratio = 0;
+  SimOptions o = opt;
+  o.progress = nullptr;
+  std::istringstream in(finish_isolated(start_isolated([&] {
+    SimResult r;
+    target.run(probe, t, r, o);
+    std::ostringstream os;
+    os.precision(17);
+    for (const std::vector<PowerSample>& track : r.power_tracks) {
+      double core = 0, cycles = 0, offcore = 0, time = 0;
+      for (const PowerSample& s : track) {
+        const double dt = s.end_s - s.start_s;
+        core += s.activity * s.clock_hz * dt;
+        cycles += s.clock_hz * dt;
+        offcore += s.offcore_w * dt;
+        time += dt;
+      }
+      os << (cycles > 0 ? core / cycles : 0) << ' ' << (time > 0 ? offcore / time : 0) << '\n';
+    }
+    return os.str();
+  })));
+  std::vector<SteadyLoad> loads;
+  SteadyLoad l;
+  while (in >> l.activity >> l.offcore_w) loads.push_back(l);
+  return loads;
 }
 
 [[noreturn]] void op_error(const trace::Op& op, const std::string& msg) {
@@ -234,6 +276,9 @@ void GpuTarget::run(const config::LoadedConfig& cfg, const trace::Trace& t, SimR
   const Placement placement = place(cfg, t);
   std::vector<double> work;
   std::vector<lower::LoweredOp> lowered = lower_compute(cfg, t, &work);
+  // Before this process elaborates any module: the probe's child must.
+  std::vector<SteadyLoad> steady;
+  if (g.power.capped() && g.power.start == "steady") steady = probe_steady_load(*this, cfg, t, opt);
   out.gpus = g.system.gpus();
   out.simulated_gpus = placement.simulated;
   out.representative = placement.representative;
@@ -252,6 +297,9 @@ void GpuTarget::run(const config::LoadedConfig& cfg, const trace::Trace& t, SimR
     dispatchers.push_back(&systems.back()->dispatcher());
     if (power) governor_of[d] = power->add_gpu(systems.back()->clock());
   }
+  if (power && steady.size() == placement.simulated.size())  // (a probe that stalled: the run reports it)
+    for (size_t i = 0; i < steady.size(); ++i)
+      power->hold_steady(governor_of[placement.simulated[i]], steady[i].activity, steady[i].offcore_w);
   const bool fast = opt.fidelity == Fidelity::fast;
   MemoTable memo;
   if (fast) {

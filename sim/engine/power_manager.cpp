@@ -25,6 +25,12 @@ void PowerManager::add_run(int gpu, KernelRun* run, double switching) {
   run->submit_log = &submitted_;
 }
 
+void PowerManager::hold_steady(int gpu, double core_nominal_j_per_cycle, double offcore_w) {
+  Gpu& g = gpus_[static_cast<size_t>(gpu)];
+  g.governor.hold_steady(core_nominal_j_per_cycle, offcore_w);
+  g.clock->set_hz(g.governor.clock_hz(), 0);
+}
+
 void PowerManager::tick(double start_s, double end_s) {
   // Only submitted kernels have counted anything (a kernel's counters are zero before), so the
   // window's energy is theirs: a long trace's later kernels cost nothing here until they run.

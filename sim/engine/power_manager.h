@@ -23,6 +23,9 @@ class PowerManager {
   int add_gpu(ClockDomain& clock);
   // The run's energy counts towards its GPU's power once it is submitted (`run->submit_log`).
   void add_run(int gpu, KernelRun* run, double switching);
+  // power.start steady: GPU `gpu`'s governor holds the clock at which this load (core energy
+  // per cycle at the nominal voltage, off-core power) keeps to the limit (Governor::hold_steady).
+  void hold_steady(int gpu, double core_nominal_j_per_cycle, double offcore_w);
   // End of the control window [start, end).
   void tick(double start_s, double end_s);
 

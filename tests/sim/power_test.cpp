@@ -109,6 +109,23 @@ TEST_CASE("power: a limit the chip cannot hold at its lowest clock is reported a
   }
 }
 
+TEST_CASE("power: under power.start steady a kernel shorter than the time constant averages the limit, not above it",
+          "[sim][power]") {
+  // One fp8 2048^3 GEMM (about 15 us): sustained runs its first window at boost and averages
+  // far above 700 W; steady measures its load first and starts at the clock that holds it.
+  const YAML::Node sustained = simulate(kH100, gemms(1, 2048, "fp8"), {"power.start=sustained"});
+  const YAML::Node steady = simulate(kH100, gemms(1, 2048, "fp8"), {"power.start=steady"});
+  const double limit = steady["chip"]["power"]["limit_w"].as<double>();
+  CHECK(sustained["total"]["energy"]["average_power_w"].as<double>() > 1.2 * limit);
+  CHECK(steady["total"]["energy"]["average_power_w"].as<double>() <= 1.005 * limit);
+  CHECK(steady["total"]["energy"]["average_power_w"].as<double>() > 0.85 * limit);
+  CHECK(steady["total"]["power"]["sm_clock_hz"].as<double>() < 0.8 * 1.98e9);
+  CHECK(steady["chip"]["power"]["start"].as<std::string>() == "steady");
+  // A load under the limit at boost runs at boost, steady or not.
+  const YAML::Node light = simulate(kH100, gemms(1, 512), {"power.start=steady"});
+  CHECK(light["total"]["power"]["sm_clock_hz"].as<double>() == Approx(1.98e9));
+}
+
 TEST_CASE("power: a short kernel runs at boost, unthrottled", "[sim][power]") {
   const YAML::Node r = simulate(kH100, gemms(1, 1024));
   const YAML::Node p = r["ops"][0]["power"];
