@@ -203,7 +203,9 @@ std::string run_html(const Report& rep) {
       const double dt = s.end_s - s.start_s;
       tsum[i] += dt, p[i] += s.power_w * dt, avg[i] += s.filtered_w * dt, clk[i] += s.clock_hz * dt;
     }
-    Series pw{"chip power", "#e15759", {}, {}, {}, true, false, false, {}};
+    // A window's draw may pass the limit (a burst on the average's headroom, up to
+    // power.peak_ratio x it); the limit applies to the average.
+    Series pw{"power per window", "#e15759", {}, {}, {}, true, false, false, {}};
     Series av{"average (the limit's)", "#4e79a7", {}, {}, {}, true, false, false, {}};
     Series ck{rep.accelerator ? "clock" : "SM clock", "#59a14f", {}, {}, {}, true, false, false, {}};
     for (size_t i = 0; i < bins; ++i) {
@@ -217,7 +219,9 @@ std::string run_html(const Report& rep) {
     }
     XY pc;
     pc.id = "power";
-    pc.title = "Chip power over time (limit " + num(rep.power.limit_w) + " W)";
+    pc.title = "Chip power over time (limit " + num(rep.power.limit_w) + " W, on the " +
+               (rep.power.time_constant_s >= 1e-3 ? num(rep.power.time_constant_s * 1e3) + " ms" : num(rep.power.time_constant_s * 1e6) + " us") +
+               " average; a window may draw more)";
     pc.xlabel = "time (ms)";
     pc.ylabel = "W";
     Series lim{"limit", "#333", {0, end * 1e3}, {rep.power.limit_w, rep.power.limit_w}, {}, true, false, true, {}};

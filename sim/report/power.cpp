@@ -70,6 +70,36 @@ std::vector<PowerSample> merge_steady(const std::vector<PowerSample>& track) {
   return out;
 }
 
+double bound_track(std::vector<PowerSample>& track, size_t max_entries) {
+  if (track.size() <= max_entries || max_entries == 0) return 0;
+  const double span = (track.back().end_s - track.front().start_s) / static_cast<double>(max_entries);
+  std::vector<PowerSample> out;
+  PowerSample acc;
+  double dt_sum = 0, throttled = 0;
+  auto flush = [&] {
+    if (dt_sum <= 0) return;
+    acc.clock_hz /= dt_sum, acc.voltage_v /= dt_sum, acc.power_w /= dt_sum, acc.activity /= dt_sum, acc.offcore_w /= dt_sum;
+    acc.throttled = throttled >= 0.5 * dt_sum;
+    out.push_back(acc);
+    acc = PowerSample{};
+    dt_sum = throttled = 0;
+  };
+  for (const PowerSample& s : track) {
+    const double dt = s.end_s - s.start_s;
+    if (dt_sum == 0) acc.start_s = s.start_s;
+    acc.end_s = s.end_s;
+    acc.clock_hz += s.clock_hz * dt, acc.voltage_v += s.voltage_v * dt, acc.power_w += s.power_w * dt;
+    acc.activity += s.activity * dt, acc.offcore_w += s.offcore_w * dt;
+    acc.filtered_w = s.filtered_w;
+    if (s.throttled) throttled += dt;
+    dt_sum += dt;
+    if (dt_sum >= span * (1 - 1e-9)) flush();
+  }
+  flush();
+  track.swap(out);
+  return span;
+}
+
 PowerInfo power_info(const PowerParams& p, std::vector<int> gpus, const std::vector<std::vector<PowerSample>>& tracks) {
   PowerInfo info;
   info.capped = true;
@@ -90,6 +120,7 @@ PowerInfo power_info(const PowerParams& p, std::vector<int> gpus, const std::vec
       if (x.clock_hz <= info.lowest_clock_hz * (1 + 1e-9) && x.power_w > p.limit_w) info.unheld_w = std::max(info.unheld_w, x.power_w);
     }
     info.tracks.push_back(merge_steady(tr));
+    info.track_span_s = std::max(info.track_span_s, bound_track(info.tracks.back(), kMaxTrackEntries));
   }
   return info;
 }
@@ -101,6 +132,7 @@ void write_power_settings(JsonWriter& w, const PowerInfo& p) {
   w.field("time_constant_s", p.time_constant_s).field("start", p.start);
   w.field("peak_average_power_w", p.peak_filtered_w);
   w.field("limit_held", p.unheld_w == 0).field("lowest_clock_hz", p.lowest_clock_hz);
+  w.field("track_span_s", p.track_span_s);
   if (p.unheld_w > 0) w.field("power_at_lowest_clock_w", p.unheld_w);
   // Each simulated GPU's governor windows (merged where steady): the source of the timeline's
   // power track and the HTML chart.

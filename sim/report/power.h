@@ -26,7 +26,15 @@ void set_power(Metrics& m, const SpanPower& s);
 // (time-weighted), so that a long steady load is a few entries rather than one per window.
 std::vector<PowerSample> merge_steady(const std::vector<PowerSample>& track);
 
-// A report's power section: the settings, and each chip's governor windows merged where steady.
+// At most `max_entries` windows: a longer track's consecutive windows are joined into spans of at
+// least its length / max_entries (time-weighted means; the average at a span's end; throttled
+// where it was for half the span or more), so that a long governed run's outputs stay bounded
+// (a 3 s training step is 300,000 windows of 10 us). Returns the span length (0: unchanged).
+double bound_track(std::vector<PowerSample>& track, size_t max_entries);
+constexpr size_t kMaxTrackEntries = 2000;  // per GPU, in report.json, timeline.json and report.html
+
+// A report's power section: the settings, and each chip's governor windows merged where steady,
+// bounded (bound_track).
 PowerInfo power_info(const PowerParams& p, std::vector<int> gpus, const std::vector<std::vector<PowerSample>>& tracks);
 
 void write_power_settings(JsonWriter& w, const PowerInfo& p);

@@ -106,6 +106,7 @@ struct PowerInfo {
   // limit cannot be held at that load even at the lowest clock (0: it was held).
   double lowest_clock_hz = 0;
   double unheld_w = 0;
+  double track_span_s = 0;  // tracks joined into spans of at least this (0: windows as run, merged where steady)
 };
 
 // "--set a=1 --set b=2 --trace-set dtype=fp8": the overrides a run was given, or "" for none.

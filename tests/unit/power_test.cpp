@@ -7,6 +7,7 @@
 #include "helpers.h"
 #include "models/power/governor.h"
 #include "sim/config/config_loader.h"
+#include "sim/report/power.h"
 
 using namespace xpusim;
 using xpusim::testing::error_of;
@@ -119,6 +120,40 @@ TEST_CASE("power: a burst shorter than the time constant runs at boost on the he
     h.end_window(t, t + p.control_period_s, load.core_nominal(h, p.control_period_s), 0);
   CHECK(h.track().back().power_w <= p.limit_w * 1.02);
   CHECK(h.clock_hz() < p.boost_clock_hz);
+}
+
+TEST_CASE("power: a long track is joined into at most 2000 spans that keep its energy and its ends", "[power][report]") {
+  // 30,000 windows of 10 us (0.3 s), power alternating 500 / 900 W, throttled two windows in three.
+  std::vector<PowerSample> track;
+  double energy = 0;
+  for (int i = 0; i < 30000; ++i) {
+    PowerSample s;
+    s.start_s = i * 10e-6;
+    s.end_s = (i + 1) * 10e-6;
+    s.clock_hz = i % 2 ? 1.4e9 : 1.6e9;
+    s.power_w = i % 2 ? 900 : 500;
+    s.filtered_w = 650 + i * 1e-3;
+    s.throttled = i % 3 != 0;
+    energy += s.power_w * 10e-6;
+    track.push_back(s);
+  }
+  std::vector<PowerSample> bounded = track;
+  const double span = report::bound_track(bounded, report::kMaxTrackEntries);
+  CHECK(span == Approx(0.3 / 2000));
+  CHECK(bounded.size() <= report::kMaxTrackEntries);
+  CHECK(bounded.size() > report::kMaxTrackEntries * 9 / 10);
+  double e = 0;
+  for (const PowerSample& s : bounded) e += s.power_w * (s.end_s - s.start_s);
+  CHECK(e == Approx(energy).epsilon(1e-9));
+  CHECK(bounded.front().start_s == 0);
+  CHECK(bounded.back().end_s == Approx(0.3));
+  CHECK(bounded.back().filtered_w == track.back().filtered_w);
+  CHECK(bounded[5].power_w == Approx(700).epsilon(0.1));  // the spikes are averaged out
+  CHECK(bounded[5].throttled);
+  // A track within the bound is left as it is.
+  std::vector<PowerSample> short_track(track.begin(), track.begin() + 100);
+  CHECK(report::bound_track(short_track, report::kMaxTrackEntries) == 0);
+  CHECK(short_track.size() == 100);
 }
 
 TEST_CASE("power: the power section's errors name the file, line and key", "[power][errors]") {
