@@ -42,16 +42,28 @@ double Governor::power_at(double clock_hz, double core_nominal_j_per_cycle, doub
   return p_.idle_floor_w + offcore_w + r * r * (static_w_ + core_nominal_j_per_cycle * clock_hz);
 }
 
-double Governor::highest_clock(double cap, double core_nominal_j_per_cycle, double offcore_w) const {
-  // Boost, else the highest step below it that fits, down to the curve's lowest clock.
-  const double lo = std::min(std::max(curve_.min_clock(), p_.clock_step_hz), p_.boost_clock_hz);
-  double f = p_.boost_clock_hz;
-  if (power_at(f, core_nominal_j_per_cycle, offcore_w) > cap) {
-    f = std::ceil(p_.boost_clock_hz / p_.clock_step_hz - 1 - 1e-9) * p_.clock_step_hz;
-    while (f - p_.clock_step_hz >= lo - 1e-6 && power_at(f, core_nominal_j_per_cycle, offcore_w) > cap) f -= p_.clock_step_hz;
+namespace {
+// Boost, else the highest step below it for which `fits` says yes, down to the curve's lowest
+// clock (the governor's floor where none fits).
+template <class Fits>
+double walk_down(const PowerParams& p, Fits fits) {
+  const double lo = std::min(std::max(p.vf_curve.front().clock_hz, p.clock_step_hz), p.boost_clock_hz);
+  double f = p.boost_clock_hz;
+  if (!fits(f)) {
+    f = std::ceil(p.boost_clock_hz / p.clock_step_hz - 1 - 1e-9) * p.clock_step_hz;
+    while (f - p.clock_step_hz >= lo - 1e-6 && !fits(f)) f -= p.clock_step_hz;
     f = std::max(f, lo);
   }
   return f;
+}
+}  // namespace
+
+double Governor::lowest_clock(const PowerParams& p) {
+  return walk_down(p, [](double) { return false; });
+}
+
+double Governor::highest_clock(double cap, double core_nominal_j_per_cycle, double offcore_w) const {
+  return walk_down(p_, [&](double f) { return power_at(f, core_nominal_j_per_cycle, offcore_w) <= cap; });
 }
 
 void Governor::hold_steady(double core_nominal_j_per_cycle, double offcore_w) {

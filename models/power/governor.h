@@ -59,6 +59,9 @@ class Governor {
   // the clock the governor settles on: the highest clock whose power at this load is within the
   // limit. Holds that clock from the start, with the load as the prediction's.
   void hold_steady(double core_nominal_j_per_cycle, double offcore_w);
+  // The lowest clock the governor runs: the first step of power.clock_step at or above the
+  // curve's lowest clock (and at least one step), walking down from boost.
+  static double lowest_clock(const PowerParams& p);
 
  private:
   // The highest clock step, from boost down to the curve's lowest, whose power at this load is

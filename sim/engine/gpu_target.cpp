@@ -8,6 +8,10 @@
 #include <sstream>
 
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include "models/common/systemc.h"
 #include "sim/config/limits.h"
@@ -87,7 +91,11 @@ std::vector<SteadyLoad> probe_steady_load(const Target& target, const config::Lo
   p.peak_ratio = 0;
   SimOptions o = opt;
   o.progress = nullptr;
+  const pid_t parent = getpid();
   std::istringstream in(finish_isolated(start_isolated([&] {
+    // The probe ends with its parent (a sweep's timeout, an interrupted Python call).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) std::_Exit(1);
     SimResult r;
     target.run(probe, t, r, o);
     std::ostringstream os;
@@ -297,9 +305,13 @@ void GpuTarget::run(const config::LoadedConfig& cfg, const trace::Trace& t, SimR
     dispatchers.push_back(&systems.back()->dispatcher());
     if (power) governor_of[d] = power->add_gpu(systems.back()->clock());
   }
-  if (power && steady.size() == placement.simulated.size())  // (a probe that stalled: the run reports it)
-    for (size_t i = 0; i < steady.size(); ++i)
-      power->hold_steady(governor_of[placement.simulated[i]], steady[i].activity, steady[i].offcore_w);
+  if (power && g.power.start == "steady") {
+    if (steady.size() == placement.simulated.size())
+      for (size_t i = 0; i < steady.size(); ++i)
+        power->hold_steady(governor_of[placement.simulated[i]], steady[i].activity, steady[i].offcore_w);
+    else  // the probe stalled (the run will too, and say where)
+      spdlog::warn("power.start steady: the first simulation measured no load; the run starts from idle");
+  }
   const bool fast = opt.fidelity == Fidelity::fast;
   MemoTable memo;
   if (fast) {

@@ -91,6 +91,8 @@ std::vector<accel::AccelOp> lower_accelerator(const config::LoadedConfig& cfg, c
         if (op.weight_only())
           throw UserError(op.loc.str() + ": op '" + op.name + "': weight_dtype " + op.weight_format +
                           ": the accelerator stores weights and activations in one VS-Quant format (give it as dtype)");
+        if (op.accumulate)
+          throw UserError(op.loc.str() + ": op '" + op.name + "': accumulate (C = A x B + C) is not modelled on the accelerator");
         accel::GemmShape g;
         g.bits = bits_of(op);
         g.input_density = op.input_density;

@@ -59,7 +59,9 @@ std::vector<PowerSample> merge_steady(const std::vector<PowerSample>& track) {
       PowerSample& m = out.back();
       if (m.clock_hz == s.clock_hz && m.throttled == s.throttled && std::abs(s.power_w - m.power_w) <= 0.01 * m.power_w) {
         const double a = m.end_s - m.start_s, b = s.end_s - s.start_s;
-        if (a + b > 0) m.power_w = (m.power_w * a + s.power_w * b) / (a + b);
+        if (a + b > 0)
+          for (double PowerSample::*f : {&PowerSample::power_w, &PowerSample::activity, &PowerSample::offcore_w})
+            m.*f = (m.*f * a + s.*f * b) / (a + b);  // one clock: time weights are cycle weights
         m.end_s = s.end_s;
         m.filtered_w = s.filtered_w;  // the average at the run's end
         continue;
@@ -72,28 +74,47 @@ std::vector<PowerSample> merge_steady(const std::vector<PowerSample>& track) {
 
 double bound_track(std::vector<PowerSample>& track, size_t max_entries) {
   if (track.size() <= max_entries || max_entries == 0) return 0;
-  const double span = (track.back().end_s - track.front().start_s) / static_cast<double>(max_entries);
+  const double t0 = track.front().start_s;
+  const double span = (track.back().end_s - t0) / static_cast<double>(max_entries);
   std::vector<PowerSample> out;
   PowerSample acc;
-  double dt_sum = 0, throttled = 0;
+  double dt_sum = 0, cycles = 0, throttled = 0;
   auto flush = [&] {
     if (dt_sum <= 0) return;
-    acc.clock_hz /= dt_sum, acc.voltage_v /= dt_sum, acc.power_w /= dt_sum, acc.activity /= dt_sum, acc.offcore_w /= dt_sum;
+    acc.clock_hz = cycles / dt_sum, acc.voltage_v /= dt_sum, acc.power_w /= dt_sum, acc.offcore_w /= dt_sum;
+    acc.activity = cycles > 0 ? acc.activity / cycles : 0;  // energy per cycle: weighted by cycles
     acc.throttled = throttled >= 0.5 * dt_sum;
-    out.push_back(acc);
+    // A span past the bound joins the last (the grid's rounding can leave one over).
+    if (out.size() == max_entries) {
+      PowerSample& last = out.back();
+      const double a = last.end_s - last.start_s, b = dt_sum, ca = last.clock_hz * a;
+      last.activity = ca + cycles > 0 ? (last.activity * ca + acc.activity * cycles) / (ca + cycles) : 0;
+      last.clock_hz = (ca + cycles) / (a + b);
+      for (double PowerSample::*f : {&PowerSample::voltage_v, &PowerSample::power_w, &PowerSample::offcore_w})
+        last.*f = (last.*f * a + acc.*f * b) / (a + b);
+      last.throttled = (last.throttled ? a : 0) + throttled >= 0.5 * (a + b);
+      last.end_s = acc.end_s;
+      last.filtered_w = acc.filtered_w;
+    } else {
+      out.push_back(acc);
+    }
     acc = PowerSample{};
-    dt_sum = throttled = 0;
+    dt_sum = cycles = throttled = 0;
   };
   for (const PowerSample& s : track) {
     const double dt = s.end_s - s.start_s;
     if (dt_sum == 0) acc.start_s = s.start_s;
     acc.end_s = s.end_s;
-    acc.clock_hz += s.clock_hz * dt, acc.voltage_v += s.voltage_v * dt, acc.power_w += s.power_w * dt;
-    acc.activity += s.activity * dt, acc.offcore_w += s.offcore_w * dt;
+    acc.voltage_v += s.voltage_v * dt, acc.power_w += s.power_w * dt, acc.offcore_w += s.offcore_w * dt;
+    acc.activity += s.activity * s.clock_hz * dt;
+    cycles += s.clock_hz * dt;
     acc.filtered_w = s.filtered_w;
     if (s.throttled) throttled += dt;
     dt_sum += dt;
-    if (dt_sum >= span * (1 - 1e-9)) flush();
+    // Spans end on a grid of `span` from the track's start: at the window whose end comes
+    // nearest the next line (so equal windows a little shorter than `span` stay one each).
+    const double line = t0 + static_cast<double>(out.size() + 1) * span;
+    if (s.end_s >= line - 0.5 * dt) flush();
   }
   flush();
   track.swap(out);
@@ -111,9 +132,7 @@ PowerInfo power_info(const PowerParams& p, std::vector<int> gpus, const std::vec
   info.time_constant_s = p.time_constant_s;
   info.start = p.start;
   info.gpus = std::move(gpus);
-  // The governor's floor (Governor::end_window): the curve's lowest clock, at least one step.
-  if (!p.vf_curve.empty())
-    info.lowest_clock_hz = std::min(std::max(p.vf_curve.front().clock_hz, p.clock_step_hz), p.boost_clock_hz);
+  if (!p.vf_curve.empty()) info.lowest_clock_hz = Governor::lowest_clock(p);
   for (const auto& tr : tracks) {
     for (const PowerSample& x : tr) {
       info.peak_filtered_w = std::max(info.peak_filtered_w, x.filtered_w);

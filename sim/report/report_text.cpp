@@ -80,8 +80,8 @@ std::string total_line(const Report& rep) {
        << " " << fmt("%.0f", m.clock_hz / 1e6) << " MHz on average (" << pct(m.throttled_share)
        << " of the time held below boost by the " << fmt("%.0f", rep.power.limit_w) << " W limit)";
   if (m.has_power && rep.power.unheld_w > 0)
-    os << "; the " << fmt("%.0f", rep.power.limit_w) << " W limit cannot be held: at the lowest clock, "
-       << fmt("%.0f", rep.power.lowest_clock_hz / 1e6) << " MHz, the chip drew up to " << fmt("%.0f", rep.power.unheld_w) << " W";
+    os << "; the " << fmt("%.3g", rep.power.limit_w) << " W limit cannot be held: at the lowest clock, "
+       << fmt("%.0f", rep.power.lowest_clock_hz / 1e6) << " MHz, the chip drew up to " << fmt("%.3g", rep.power.unheld_w) << " W";
   if (m.has_energy) {
     os << "; energy " << fmt("%.4g", m.energy_j) << " J (" << fmt(m.power_w >= 10 ? "%.0f" : "%.3g", m.power_w) << " W average, "
        << fmt("%.2f", m.energy_j > 0 ? m.ops / m.energy_j / 1e12 : 0) << " TOPS/W";

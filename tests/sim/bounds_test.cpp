@@ -102,7 +102,9 @@ TEST_CASE("a GEMM that accumulates reads its output from HBM once more, in its t
     const YAML::Node plain = simulate(kH100, gemm_trace(mnk[0], mnk[1], mnk[2], "bf16", ", out_dtype: fp32"));
     const YAML::Node acc = simulate(kH100, gemm_trace(mnk[0], mnk[1], mnk[2], "bf16", ", out_dtype: fp32, accumulate: true"));
     const double c_bytes = 4.0 * mnk[0] * mnk[1];
-    INFO(mnk[0] << "x" << mnk[1] << "x" << mnk[2] << ": " << acc["ops"][0]["lowering"]["description"].as<std::string>());
+    const std::string how = acc["ops"][0]["lowering"]["description"].as<std::string>();
+    INFO(mnk[0] << "x" << mnk[1] << "x" << mnk[2] << ": " << how);
+    CHECK_THAT(how, Catch::Contains(mnk[0] == 32 ? "split-K reduction kernel" : "persistent"));
     CHECK(d(acc["ops"][0]["memory"]["hbm_read_bytes"]) - d(plain["ops"][0]["memory"]["hbm_read_bytes"]) ==
           Approx(c_bytes).epsilon(0.05));
     CHECK(d(acc["ops"][0]["min_bytes"]) - d(plain["ops"][0]["min_bytes"]) == Approx(c_bytes));

@@ -150,10 +150,26 @@ TEST_CASE("power: a long track is joined into at most 2000 spans that keep its e
   CHECK(bounded.back().filtered_w == track.back().filtered_w);
   CHECK(bounded[5].power_w == Approx(700).epsilon(0.1));  // the spikes are averaged out
   CHECK(bounded[5].throttled);
+  // Just past the bound: equal windows a little shorter than a span stay about one each.
+  std::vector<PowerSample> just(track.begin(), track.begin() + 2001);
+  report::bound_track(just, report::kMaxTrackEntries);
+  CHECK(just.size() <= report::kMaxTrackEntries);
+  CHECK(just.size() >= report::kMaxTrackEntries - 1);
+  CHECK(just.back().end_s == Approx(2001 * 10e-6));
   // A track within the bound is left as it is.
   std::vector<PowerSample> short_track(track.begin(), track.begin() + 100);
   CHECK(report::bound_track(short_track, report::kMaxTrackEntries) == 0);
   CHECK(short_track.size() == 100);
+}
+
+TEST_CASE("power: the governor's lowest clock is the first step at or above the curve's lowest, and a load too heavy "
+          "for the limit runs there", "[power]") {
+  const PowerParams p = params();  // the curve starts at 1 GHz; steps of 15 MHz: 990, 1005
+  CHECK(Governor::lowest_clock(p) == Approx(1005e6));
+  Governor g(p, 50, 0.8);
+  const Load heavy{5e-6};  // 10 kW at 2 GHz
+  for (int i = 0; i < 200; ++i) g.end_window(i * 1e-6, (i + 1) * 1e-6, heavy.core_nominal(g, 1e-6), 0);
+  CHECK(g.clock_hz() == Approx(Governor::lowest_clock(p)));
 }
 
 TEST_CASE("power: the power section's errors name the file, line and key", "[power][errors]") {
