@@ -182,7 +182,6 @@ def train_cases(groups, files):
             v = r["variant"]
             if v == "main_grad_add":
                 op = {k: val for k, val in grad_accumulation_add("g", int(r["m"]), int(r["n"]), "bf16").items() if k != "name"}
-                op["shape"] = str(op["shape"])
             else:
                 op = dict(gemm_op("bf16", r["m"], r["n"], r["k"]), out_dtype="bf16" if v == "bf16_out" else "fp32")
                 if v == "fp32_accumulate":

@@ -21,7 +21,6 @@ class VfCurve {
  public:
   explicit VfCurve(std::vector<VfPoint> points);
   double voltage(double clock_hz) const;
-  double min_clock() const { return points_.front().clock_hz; }
 
  private:
   std::vector<VfPoint> points_;

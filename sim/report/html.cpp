@@ -220,8 +220,7 @@ std::string run_html(const Report& rep) {
     XY pc;
     pc.id = "power";
     pc.title = "Chip power over time (limit " + num(rep.power.limit_w) + " W, on the " +
-               (rep.power.time_constant_s >= 1e-3 ? num(rep.power.time_constant_s * 1e3) + " ms" : num(rep.power.time_constant_s * 1e6) + " us") +
-               " average; a window may draw more)";
+               units::format(rep.power.time_constant_s, units::Dim::Time) + " average; a window may draw more)";
     pc.xlabel = "time (ms)";
     pc.ylabel = "W";
     Series lim{"limit", "#333", {0, end * 1e3}, {rep.power.limit_w, rep.power.limit_w}, {}, true, false, true, {}};

@@ -76,48 +76,45 @@ double bound_track(std::vector<PowerSample>& track, size_t max_entries) {
   if (track.size() <= max_entries || max_entries == 0) return 0;
   const double t0 = track.front().start_s;
   const double span = (track.back().end_s - t0) / static_cast<double>(max_entries);
-  std::vector<PowerSample> out;
-  PowerSample acc;
-  double dt_sum = 0, cycles = 0, throttled = 0;
-  auto flush = [&] {
-    if (dt_sum <= 0) return;
-    acc.clock_hz = cycles / dt_sum, acc.voltage_v /= dt_sum, acc.power_w /= dt_sum, acc.offcore_w /= dt_sum;
-    acc.activity = cycles > 0 ? acc.activity / cycles : 0;  // energy per cycle: weighted by cycles
-    acc.throttled = throttled >= 0.5 * dt_sum;
-    // A span past the bound joins the last (the grid's rounding can leave one over).
-    if (out.size() == max_entries) {
-      PowerSample& last = out.back();
-      const double a = last.end_s - last.start_s, b = dt_sum, ca = last.clock_hz * a;
-      last.activity = ca + cycles > 0 ? (last.activity * ca + acc.activity * cycles) / (ca + cycles) : 0;
-      last.clock_hz = (ca + cycles) / (a + b);
-      for (double PowerSample::*f : {&PowerSample::voltage_v, &PowerSample::power_w, &PowerSample::offcore_w})
-        last.*f = (last.*f * a + acc.*f * b) / (a + b);
-      last.throttled = (last.throttled ? a : 0) + throttled >= 0.5 * (a + b);
-      last.end_s = acc.end_s;
-      last.filtered_w = acc.filtered_w;
-    } else {
-      out.push_back(acc);
-    }
-    acc = PowerSample{};
-    dt_sum = cycles = throttled = 0;
+  // Each span's sums (clock, voltage, power and off-core power by time; activity, an energy per
+  // cycle, by cycles), turned into means at the end.
+  struct Sums {
+    PowerSample s;
+    double dt = 0, cycles = 0, throttled = 0;
   };
-  for (const PowerSample& s : track) {
-    const double dt = s.end_s - s.start_s;
-    if (dt_sum == 0) acc.start_s = s.start_s;
-    acc.end_s = s.end_s;
-    acc.voltage_v += s.voltage_v * dt, acc.power_w += s.power_w * dt, acc.offcore_w += s.offcore_w * dt;
-    acc.activity += s.activity * s.clock_hz * dt;
-    cycles += s.clock_hz * dt;
-    acc.filtered_w = s.filtered_w;
-    if (s.throttled) throttled += dt;
-    dt_sum += dt;
+  std::vector<Sums> spans;
+  bool open = false;
+  for (const PowerSample& x : track) {
+    // A new span, unless the bound is reached (the grid's rounding can leave one over): then
+    // the last takes the rest.
+    if (!open && spans.size() < max_entries) {
+      spans.emplace_back();
+      spans.back().s.start_s = x.start_s;
+    }
+    open = true;
+    Sums& a = spans.back();
+    const double dt = x.end_s - x.start_s;
+    a.s.end_s = x.end_s;
+    a.s.voltage_v += x.voltage_v * dt, a.s.power_w += x.power_w * dt, a.s.offcore_w += x.offcore_w * dt;
+    a.s.activity += x.activity * x.clock_hz * dt;
+    a.s.filtered_w = x.filtered_w;  // the average at the span's end
+    a.cycles += x.clock_hz * dt;
+    a.dt += dt;
+    if (x.throttled) a.throttled += dt;
     // Spans end on a grid of `span` from the track's start: at the window whose end comes
     // nearest the next line (so equal windows a little shorter than `span` stay one each).
-    const double line = t0 + static_cast<double>(out.size() + 1) * span;
-    if (s.end_s >= line - 0.5 * dt) flush();
+    const double line = t0 + static_cast<double>(spans.size()) * span;
+    if (x.end_s >= line - 0.5 * dt) open = false;
   }
-  flush();
-  track.swap(out);
+  track.clear();
+  for (Sums& a : spans) {
+    if (a.dt <= 0) continue;
+    a.s.clock_hz = a.cycles / a.dt;
+    a.s.voltage_v /= a.dt, a.s.power_w /= a.dt, a.s.offcore_w /= a.dt;
+    a.s.activity = a.cycles > 0 ? a.s.activity / a.cycles : 0;
+    a.s.throttled = a.throttled >= 0.5 * a.dt;
+    track.push_back(a.s);
+  }
   return span;
 }
 

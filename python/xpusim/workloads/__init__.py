@@ -120,7 +120,7 @@ def parser():
                          "replica only, standing for every replica's (`mirrors`); with system.detail representative "
                          "a step on thousands of GPUs simulates one replica's traffic and the data-parallel "
                          "collectives over all")
-    tr.add_argument("--grad-accumulation", choices=["fused", "add", "none"], default="fused",
+    tr.add_argument("--grad-accumulation", choices=TRAINING.GRAD_ACCUMULATION, default="fused",
                     help="how each weight gradient reaches the fp32 gradient buffer: fused (default; the "
                          "weight-gradient GEMM adds into it, Megatron-LM's gradient-accumulation fusion and "
                          "Transformer Engine's), add (the GEMM writes the gradient, an add kernel accumulates "

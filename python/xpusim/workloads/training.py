@@ -16,12 +16,12 @@ per stage and direction (so a stage's sends to its successor queue only behind e
 """
 from .cards import act_bytes, fail, vocab_shard
 from .pipeline import SCHEDULES, Layout, bubble_fraction, in_flight, schedule
-from .train_layers import (RECOMPUTE, accumulate_wgrad, backward_layer, forward_layer, fp8_layers, layer_params,
+from .train_layers import (GRAD_ACCUMULATION, RECOMPUTE, accumulate_wgrad, backward_layer, forward_layer, fp8_layers, layer_params,
                            recompute_ops)
 from .train_memory import PARAM_BYTES, _gib, activation_bytes, memory, model_flops
 from .transformer import dev, gemm, norm_ops
 
-__all__ = ["SCHEDULES", "RECOMPUTE", "Layout", "schedule", "bubble_fraction", "in_flight", "model_flops",
+__all__ = ["SCHEDULES", "RECOMPUTE", "GRAD_ACCUMULATION", "Layout", "schedule", "bubble_fraction", "in_flight", "model_flops",
            "activation_bytes", "build"]
 
 
