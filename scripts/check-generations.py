@@ -28,6 +28,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from xpusim.cli import Counter  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LARGE = 512  # both m and n at least this: a shape that fills the chip with tiles (the summary's split)
 TARGET = 0.15  # the error the summary counts shapes within
@@ -141,8 +144,15 @@ def simulate_all(xpusim, rows, fidelity):
     first = {k: r for k, r in zip(keys, rows) if k not in SIMULATED}
     todo = list(first)
     todo.sort(key=lambda k: -int(first[k]["m"]) * int(first[k]["n"]) * int(first[k]["k"]))
+    counter = Counter("check-generations: simulating GEMMs", len(todo))
+
+    def one(k):
+        result = simulate(xpusim, first[k], fidelity)
+        counter.tick()
+        return result
+
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        for k, result in zip(todo, pool.map(lambda k: simulate(xpusim, first[k], fidelity), todo)):
+        for k, result in zip(todo, pool.map(one, todo)):
             SIMULATED[k] = result
     return [SIMULATED[k] for k in keys]
 

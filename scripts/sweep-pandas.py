@@ -11,11 +11,6 @@ Needs python3-pandas (Debian); python3-matplotlib for --plot."""
 import argparse
 import sys
 
-try:
-    import pandas as pd
-except ImportError:
-    sys.exit("sweep-pandas: needs pandas (apt-get install python3-pandas)")
-
 FIXED = {"index", "id", "status", "error", "config", "trace", "chip", "time_s", "tflops", "energy_j", "tops_per_w",
          "power_w", "joules_per_token", "tokens_per_s", "bound", "tensor_util", "hbm_bandwidth",
          "hbm_peak_bandwidth", "l2_hit_rate", "sms", "sm_clock_hz", "out"}
@@ -26,7 +21,11 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", help="a sweep's results.csv")
     ap.add_argument("--plot", help="also write a PNG (needs matplotlib)")
-    a = ap.parse_args()
+    a = ap.parse_args()  # before pandas, so that --help works without it
+    try:
+        import pandas as pd
+    except ImportError:
+        sys.exit("sweep-pandas: needs pandas (apt-get install python3-pandas)")
     df = pd.read_csv(a.results)
     failed = df[df["status"] != "ok"]
     if len(failed):

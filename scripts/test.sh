@@ -25,7 +25,7 @@ fast() {
 # ASan + UBSan (a report fails the test: -fno-sanitize-recover), LeakSanitizer on. The tests
 # that drive the binary through
 # Python scripts and Chromium are the same code paths as the CLI tests, only slower under ASan,
-# and are left to the fast tier.
+# and are left to the fast tier, as are the Catch2 tests tagged [heavy] (tests/CMakeLists.txt).
 #
 # LeakSanitizer's stop-the-world tracer crashed at process exit ("Tracer caught signal 11 ...
 # LeakSanitizer has encountered a fatal error") in up to half the runs of some short tests:
@@ -41,7 +41,7 @@ sanitize() {
   cd build-asan
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
   export LSAN_OPTIONS=use_stacks=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}
-  ctest --output-on-failure -j"$(nproc)" -E '^(scripts\.|trace_gen\.|import\.run|system\.run)' && return 0
+  ctest --output-on-failure -j"$(nproc)" -E '^(scripts\.|trace_gen\.|import\.run|system\.run|docs\.examples)' && return 0
   for attempt in 1 2; do
     only_tracer_crashes Testing/Temporary/LastTest.log Testing/Temporary/LastTestsFailed.log || return 1
     echo "== rerunning the tests above that failed only on LeakSanitizer's tracer crash (retry $attempt of 2) =="

@@ -61,8 +61,9 @@ class _Inputs:
     def __init__(self):
         self._tmp = None
 
-    def path(self, x, what):
-        if x is None:
+    def path(self, x, what, optional=False):
+        """`x` as a path; None is "not given" (an empty path) where `optional`, else an error naming `what`."""
+        if x is None and optional:
             return ""
         if isinstance(x, (str, os.PathLike)):
             return os.fspath(x)
@@ -114,7 +115,7 @@ def check(config=None, trace=None, set=None, trace_set=None):
     if config is None and trace is None:
         raise TypeError("check() needs a config, a trace or both")
     with _Inputs() as inputs:
-        _native().check(inputs.path(config, "config"), inputs.path(trace, "trace"), _assignments(set, "set"),
+        _native().check(inputs.path(config, "config", True), inputs.path(trace, "trace", True), _assignments(set, "set"),
                       _assignments(trace_set, "trace_set"))
 
 

@@ -72,6 +72,29 @@ def clock_text(seconds):
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
+class Counter:
+    """`what: n of N, time` on standard error as a long script's runs finish, so that it is seen to
+    move: rewritten in place on a terminal, elsewhere (a log, ctest) a line at each tenth and at
+    the end. tick() may be called from several threads."""
+
+    def __init__(self, what, total, stream=None):
+        self.what, self.total, self.n = what, total, 0
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.lock = threading.Lock()
+        self.t0 = time.monotonic()
+
+    def tick(self):
+        with self.lock:
+            self.n += 1
+            text = f"{self.what}: {self.n} of {self.total}, {clock_text(time.monotonic() - self.t0)}"
+            if self.tty:
+                self.stream.write("\r" + text + ("\n" if self.n == self.total else "\x1b[K"))
+            elif self.n == self.total or self.n * 10 // self.total != (self.n - 1) * 10 // self.total:
+                self.stream.write(text + "\n")
+            self.stream.flush()
+
+
 class Progress:
     """What a run says while it simulates step shapes, on standard error. A serving run finds the
     shapes it needs as its scheduler reaches them, a few at a time, so on a terminal one line

@@ -1,8 +1,6 @@
 #include "sim/cli/cli.h"
 #include "sim/cli/command.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <unistd.h>
 
@@ -25,6 +23,7 @@
 #include "sim/config/units.h"
 #include "sim/engine/simulate.h"
 #include "sim/io/files.h"
+#include "sim/io/log.h"
 #include "sim/report/compare.h"
 #include "sim/report/html.h"
 #include "sim/report/report.h"
@@ -67,10 +66,10 @@ void add_logging(po::options_description& d) {
 
 void setup_logging(const po::variables_map& vm) {
   if (vm.count("verbose") && vm.count("quiet")) throw UsageError("xpusim: give --verbose or --quiet, not both");
-  auto level = spdlog::level::info;
-  if (vm.count("verbose")) level = spdlog::level::debug;
-  if (vm.count("quiet")) level = spdlog::level::warn;
-  spdlog::set_level(level);
+  auto level = log::Level::info;
+  if (vm.count("verbose")) level = log::Level::debug;
+  if (vm.count("quiet")) level = log::Level::warn;
+  log::set_level(level);
 }
 
 po::variables_map parse(const std::string& cmd, const std::vector<std::string>& args, const po::options_description& d,
@@ -259,7 +258,8 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
   const config::LoadedConfig cfg = config::load_config(vm["config"].as<std::string>(), sets(vm));
   trace::Trace tr = trace::load_trace(vm["trace"].as<std::string>());
   apply_trace_sets(cmd, vm, tr);
-  spdlog::debug("loaded {} ({} parameters) and {} ({} ops)", cfg.file, cfg.entries.size(), tr.file, tr.ops.size());
+  log::debug("loaded " + cfg.file + " (" + std::to_string(cfg.entries.size()) + " parameters) and " + tr.file + " (" +
+             std::to_string(tr.ops.size()) + " ops)");
 
   const fs::path dir = vm["out"].as<std::string>();
   io::make_directory(dir);
@@ -442,9 +442,9 @@ void route_systemc_reports() {
   sc_core::sc_report_handler::set_handler([](const sc_core::sc_report& r, const sc_core::sc_actions& actions) {
     const std::string msg = std::string("SystemC ") + r.get_msg_type() + ": " + r.get_msg();
     switch (r.get_severity()) {
-      case sc_core::SC_INFO: spdlog::get("systemc")->debug(msg); break;
-      case sc_core::SC_WARNING: spdlog::get("systemc")->warn(msg); break;
-      default: spdlog::get("systemc")->error(msg); break;
+      case sc_core::SC_INFO: log::systemc(log::Level::debug, msg); break;
+      case sc_core::SC_WARNING: log::systemc(log::Level::warn, msg); break;
+      default: log::error_systemc(msg); break;
     }
     if (actions & sc_core::SC_THROW) throw std::logic_error(msg);
     if (actions & sc_core::SC_ABORT) std::abort();
@@ -482,12 +482,7 @@ int cmd_serve(const std::vector<std::string>& rest) {
 }  // namespace
 
 int main(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  if (!spdlog::get("systemc")) {
-    auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("xpusim", sink));
-    spdlog::register_logger(std::make_shared<spdlog::logger>("systemc", sink));
-    spdlog::set_pattern("[%^%l%$] %v");
-  }
+  log::install_cli_loggers();
   route_systemc_reports();
   std::vector<std::string> args(argv + 1, argv + argc);
   try {

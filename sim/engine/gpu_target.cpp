@@ -7,7 +7,6 @@
 #include <set>
 #include <sstream>
 
-#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "sim/engine/power_manager.h"
 #include "sim/engine/target.h"
 #include "sim/engine/workload_driver.h"
+#include "sim/io/log.h"
 #include "sim/trace/op_fields.h"
 
 // The GPU (kind: gpu): one or more GPUs of a system, each built from its config (gpu_system.h),
@@ -143,7 +143,9 @@ std::vector<lower::LoweredOp> lower_compute(const config::LoadedConfig& cfg, con
       continue;
     }
     out.push_back(lowering.lower(op));
-    spdlog::debug("lowered {} ({} {}): {}", op.name, trace::op_kind_name(op.kind), op.shape_text(), out.back().program->description);
+    if (log::debug_enabled())
+      log::debug("lowered " + op.name + " (" + trace::op_kind_name(op.kind) + " " + op.shape_text() +
+                 "): " + out.back().program->description);
     // The simulation's work: CTAs times their steps (the first and last CTA bracket the tiles'
     // step counts), per GPU that runs the kernels in full.
     auto kernel_steps = [](const KernelProgram* p) {
@@ -183,7 +185,7 @@ void inject_faults(const trace::Trace& t, std::vector<std::vector<KernelRun>>& r
     if (t.ops[i].name == f.substr(colon + 1) && !runs[i].empty()) {
       runs[i].front().lose_a_cta = true;
       runs[i].front().spin_after_loss = what == "livelock";
-      spdlog::warn("fault injection: one CTA completion of '{}' will be lost", t.ops[i].name);
+      log::warn("fault injection: one CTA completion of '" + t.ops[i].name + "' will be lost");
       return;
     }
   throw UserError("XPUSIM_FAULT='" + f + "': no compute op of that name");
@@ -209,8 +211,9 @@ Placement place(const config::LoadedConfig& cfg, const trace::Trace& t) {
       throw UserError(t.memory_loc.str() + ": key 'memory_per_gpu': the workload needs " + units::format(sum, units::Dim::Size) +
                       " on each GPU (" + parts + ") but a GPU of this chip has " +
                       units::format(g.hbm.capacity_bytes, units::Dim::Size) +
-                      " of HBM (hbm.capacity): shard more (ZeRO, tensor or pipeline parallelism), recompute activations, or "
-                      "take smaller microbatches");
+                      " of HBM (hbm.capacity): shard more (tensor or pipeline parallelism, ZeRO), or hold less (a narrower "
+                      "weight or KV-cache format, a smaller batch or context, smaller microbatches, recomputed activations); to "
+                      "study a chip with more, --set hbm.capacity=SIZE");
   }
   std::set<int> used;
   for (const auto& op : t.ops) {
@@ -310,7 +313,7 @@ void GpuTarget::run(const config::LoadedConfig& cfg, const trace::Trace& t, SimR
       for (size_t i = 0; i < steady.size(); ++i)
         power->hold_steady(governor_of[placement.simulated[i]], steady[i].activity, steady[i].offcore_w);
     else  // the probe stalled (the run will too, and say where)
-      spdlog::warn("power.start steady: the first simulation measured no load; the run starts from idle");
+      log::warn("power.start steady: the first simulation measured no load; the run starts from idle");
   }
   const bool fast = opt.fidelity == Fidelity::fast;
   MemoTable memo;

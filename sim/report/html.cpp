@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "models/accelerator/mapping.h"
 #include "models/energy/energy_table.h"
 #include "sim/config/units.h"
 #include "sim/report/svg_chart.h"
@@ -186,7 +187,7 @@ std::string run_html(const Report& rep) {
     }
     if (rep.fp32_peak_tflops > 0 && !roof_peak.count("SIMT fp32"))
       flat("SIMT fp32 " + num(rep.fp32_peak_tflops) + " TFLOP/s", rep.fp32_peak_tflops, "#59a14f", true);
-    if (rep.sfu_peak_tops > 0) flat("SFU " + num(rep.sfu_peak_tops) + " Tops/s (exp, rsqrt)", rep.sfu_peak_tops, "#76b7b2", true);
+    if (rep.sfu_peak_tops > 0) flat("SFU " + num(rep.sfu_peak_tops) + " TOPS (exp, rsqrt)", rep.sfu_peak_tops, "#76b7b2", true);
     for (const std::string& r : roof_order) roof.series.push_back(points[r]);
   }
   b << render(roof);
@@ -333,6 +334,26 @@ std::string run_html(const Report& rep) {
          "as nccl-tests reports it.</p>\n"
       << table_html({"#", "op", "kind", "size", "GPUs", "algorithm", "protocol", "channels", "time", "algbw", "busbw", "bus factor", "bound"},
                     coll);
+
+  // The accelerator's mapping search: each GEMM's chosen dataflow and tiling (report.json's ops[].mapping).
+  std::vector<std::vector<std::string>> maps;
+  for (const OpReport* o : in_order)
+    for (const auto& p : o->mappings) {
+      const accel::Mapping& mp = p.mapping;
+      const auto dim = [](int64_t v) { return std::to_string(v); };
+      maps.push_back({std::to_string(position[o]), o->name, p.name,
+                      (p.shape.batch > 1 ? dim(p.shape.batch) + " x " : std::string()) + dim(p.shape.m) + "x" + dim(p.shape.n) + "x" + dim(p.shape.k),
+                      mp.weight_stationary ? "weight-stationary" : "output-stationary", mp.n_outer ? "N" : "M",
+                      dim(mp.mg) + "x" + dim(mp.ng) + "x" + dim(mp.kg), dim(mp.tiles), num(mp.cycles),
+                      units::format(mp.dram_read_bytes + mp.dram_write_bytes, units::Dim::Size),
+                      units::format(accel::compulsory_dram_bytes(p.shape), units::Dim::Size)});
+    }
+  if (!maps.empty())
+    b << "<h2>Mapping</h2>\n<p class=\"muted\">Each GEMM's mapping onto the PE array, the legal one of least estimated "
+         "energy x delay: the dataflow, the outer DRAM loop (N tiles outside M, or M outside N), the global-buffer tile "
+         "(M x N x K), its tiles and compute cycles, and the DRAM traffic against the compulsory bytes.</p>\n"
+      << table_html({"#", "op", "GEMM", "shape", "dataflow", "outer loop", "buffer tile", "tiles", "cycles", "DRAM", "compulsory"},
+                    maps);
 
   b << "<h2>Ops</h2>\n<p class=\"muted\"># is the op's place in execution order; the table runs longest first.</p>\n";
   std::vector<std::vector<std::string>> rows;

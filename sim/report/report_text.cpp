@@ -56,7 +56,7 @@ std::string per_gpu_line(const Report& rep) {
      << pct(s.hbm_peak > 0 ? s.hbm_bandwidth / s.hbm_peak : 0) << " of " << units::format(s.hbm_peak, units::Dim::Bandwidth)
      << " peak), NVLink " << units::format(s.nvlink_bytes, units::Dim::Size);
   if (s.has_energy)
-    os << ", energy " << fmt("%.4g", s.energy_j) << " J (" << fmt(s.power_w >= 10 ? "%.0f" : "%.3g", s.power_w) << " W average)";
+    os << ", energy " << units::format(s.energy_j, units::Dim::Energy) << " (" << fmt(s.power_w >= 10 ? "%.0f" : "%.3g", s.power_w) << " W average)";
   return os.str();
 }
 
@@ -83,7 +83,7 @@ std::string total_line(const Report& rep) {
     os << "; the " << fmt("%.3g", rep.power.limit_w) << " W limit cannot be held: at the lowest clock, "
        << fmt("%.0f", rep.power.lowest_clock_hz / 1e6) << " MHz, the chip drew up to " << fmt("%.3g", rep.power.unheld_w) << " W";
   if (m.has_energy) {
-    os << "; energy " << fmt("%.4g", m.energy_j) << " J (" << fmt(m.power_w >= 10 ? "%.0f" : "%.3g", m.power_w) << " W average, "
+    os << "; energy " << units::format(m.energy_j, units::Dim::Energy) << " (" << fmt(m.power_w >= 10 ? "%.0f" : "%.3g", m.power_w) << " W average, "
        << fmt("%.2f", m.energy_j > 0 ? m.ops / m.energy_j / 1e12 : 0) << " TOPS/W";
     const double on_chip = m.energy_j - m.class_j[static_cast<int>(energy::Class::offchip_memory)];
     if (rep.accelerator && on_chip > 0) os << ", " << fmt("%.1f", m.ops / on_chip / 1e12) << " on chip";

@@ -3,7 +3,6 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -17,6 +16,7 @@
 
 #include "sim/config/limits.h"
 #include "sim/config/yaml_util.h"
+#include "sim/io/log.h"
 #include "sim/trace/aten.h"
 #include "sim/trace/chakra_et.pb.h"
 
@@ -41,13 +41,14 @@ void warn_counts(const std::string& file, const Counts& c) {
     std::string list;
     for (size_t i = 0; i < by.size() && i < 8; ++i) list += (i ? ", " : "") + by[i].second + " (" + std::to_string(-by[i].first) + ")";
     if (by.size() > 8) list += ", ...";
-    spdlog::warn("{}: {} node{} of {} kind{} xpusim does not model {} kept as timed gaps of their recorded duration: {}", file, n,
-                 n == 1 ? "" : "s", by.size(), by.size() == 1 ? "" : "s", n == 1 ? "is" : "are", list);
+    log::warn(file + ": " + std::to_string(n) + " node" + (n == 1 ? "" : "s") + " of " + std::to_string(by.size()) + " kind" +
+              (by.size() == 1 ? "" : "s") + " xpusim does not model " + (n == 1 ? "is" : "are") +
+              " kept as timed gaps of their recorded duration: " + list);
   }
   if (c.views || c.host || c.single_rank_collectives)
-    spdlog::info("{}: not simulated: {} view or metadata operators (no device work), {} host (CPU) operators whose kernels "
-                 "are nodes of their own, {} collectives over a single rank",
-                 file, c.views, c.host, c.single_rank_collectives);
+    log::info(file + ": not simulated: " + std::to_string(c.views) + " view or metadata operators (no device work), " +
+              std::to_string(c.host) + " host (CPU) operators whose kernels are nodes of their own, " +
+              std::to_string(c.single_rank_collectives) + " collectives over a single rank");
 }
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }

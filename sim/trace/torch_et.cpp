@@ -3,7 +3,6 @@
 // older schemas) and its inputs' and outputs' values, shapes and types. The outermost operator
 // xpusim knows in each subtree becomes an op (aten::linear, not the aten::t and aten::mm it
 // calls); ops run in call order on one GPU's stream.
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -14,6 +13,7 @@
 
 #include "sim/config/limits.h"
 #include "sim/config/yaml_util.h"
+#include "sim/io/log.h"
 #include "sim/io/json_strict.h"
 #include "sim/trace/aten.h"
 #include "sim/trace/chakra.h"
@@ -195,10 +195,10 @@ Trace load_torch_et(const std::string& path) {
     std::string names_list;
     int n = 0;
     for (const auto& [name, k] : unknown) n += k, names_list += (names_list.empty() ? "" : ", ") + name + " (" + std::to_string(k) + ")";
-    spdlog::warn("{}: {} operator{} xpusim does not model left out (the execution trace records no durations to keep as gaps): {}",
-                 path, n, n == 1 ? "" : "s", names_list);
+    log::warn(path + ": " + std::to_string(n) + " operator" + (n == 1 ? "" : "s") +
+              " xpusim does not model left out (the execution trace records no durations to keep as gaps): " + names_list);
   }
-  if (views) spdlog::info("{}: {} view or metadata operators (no device work) not simulated", path, views);
+  if (views) log::info(path + ": " + std::to_string(views) + " view or metadata operators (no device work) not simulated");
   return t;
 }
 

@@ -45,8 +45,15 @@ def test_bad_input_raises_xpusim_error_with_file_line_and_key():
         xpusim.check(H100, GEMM, trace_set={"dtype": "fp4"})
     with pytest.raises(ValueError):  # xpusim.Error is a ValueError
         xpusim.run(H100, GEMM, fidelity="medium")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="trace must be a path or a dict, not int"):
         xpusim.run(H100, 42)
+    # None is no path: the argument is named, not read as an empty file name.
+    with pytest.raises(TypeError, match="config must be a path or a dict, not NoneType"):
+        xpusim.run(None, GEMM)
+    with pytest.raises(TypeError, match="trace must be a path or a dict, not NoneType"):
+        xpusim.run(H100, None)
+    with pytest.raises(TypeError, match="sweep must be a path or a dict, not NoneType"):
+        xpusim.sweep(None)
     xpusim.check(H100, GEMM)  # good input: nothing raised
 
 

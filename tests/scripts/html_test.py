@@ -177,6 +177,15 @@ class Pages(unittest.TestCase):
         self.assertNotIn("tensor cores", head)
         self.assertNotIn("HBM", head)
         self.assertIn(" TOPS", re.search(r"<p>[^<]*bound", page).group(0))
+        # The mapping search's choice for every GEMM, as report.json has it (not only summary.md's).
+        rep = self.report(self.accel)
+        chosen = [(o["name"], m["gemm"], m["dataflow"], m["tiles"]) for o in rep["ops"] for m in o.get("mapping", [])]
+        self.assertGreater(len(chosen), 2)
+        table = re.search(r"<h2>Mapping</h2>.*?</table>", page, re.S).group(0)
+        rows = re.findall(r"<tr><td>\d+</td><td>([^<]+)</td><td>([^<]+)</td><td>[^<]+</td><td>([^<]+)</td>"
+                          r"<td>[^<]+</td><td>[^<]+</td><td>(\d+)</td>", table)
+        self.assertEqual(sorted((a, b, c, int(d)) for a, b, c, d in rows), sorted(chosen))
+        self.assertNotIn("<h2>Mapping</h2>", read(self.pages["gpu"]))
 
     def test_collectives_with_bus_bandwidth(self):
         page = read(self.pages["system"])

@@ -93,6 +93,59 @@ class Schemas(unittest.TestCase):
         self.assertNotEqual(problems(v, bad), [])
         self.assertEqual(xpusim("check", "-t", os.path.join(ROOT, "tests", "data", "bad", "trace-unknown-key.yaml")).returncode, 1)
 
+    # Bad traces of tests/data/bad whose defect a JSON Schema cannot see: the YAML layer (duplicate
+    # keys, a second document, YAML 1.1's yes/no, which a JSON reading takes for booleans, and
+    # .nan), what only the whole trace or the chip decides (names that clash, dependencies and
+    # cycles, a size that overflows or exceeds the chip's memory, formats the chip lacks, a
+    # collective on one GPU, limits on work), and relations between fields.
+    NOT_FOR_A_SCHEMA = {
+        "trace-duplicate-key.yaml", "trace-header-duplicate-key.yaml", "trace-repeat-duplicate-key.yaml",
+        "trace-second-document.yaml", "trace-bool-yes.yaml", "trace-contiguous-no.yaml", "trace-nan-density.yaml",
+        "trace-duplicate-name.yaml", "trace-repeat-name-clash.yaml", "trace-missing-dep.yaml", "trace-self-dep.yaml",
+        "trace-dep-cycle.yaml", "trace-cycle-in-repeat.yaml", "trace-stream-cycle.yaml", "trace-overflowing-shape.yaml",
+        "trace-larger-than-hbm.yaml", "trace-fp4-on-h100.yaml", "trace-int4-on-h100.yaml", "trace-on-missing-gpu.yaml",
+        "trace-allreduce-on-one-gpu.yaml", "trace-days-to-simulate.yaml", "trace-delay-too-long.yaml",
+        "trace-repeat-huge.yaml", "trace-kv-heads-not-divide.yaml", "trace-weight-wider.yaml",
+        "trace-bytes-fractional.yaml", "trace-bad-device-range.yaml",
+    }
+
+    def test_the_trace_schema_refuses_what_the_reader_refuses_in_a_field(self):
+        # (That the reader refuses each of these files is cli.bad_inputs' test.)
+        v = validator("trace.schema.json")
+        judged = 0
+        for f in sorted(glob.glob(os.path.join(ROOT, "tests", "data", "bad", "trace-*.yaml"))):
+            name = os.path.basename(f)
+            try:
+                with open(f, "rb") as fh:
+                    doc = next(yaml.safe_load_all(fh))
+            except yaml.YAMLError:
+                continue  # not YAML at all: no document for a schema
+            if name in self.NOT_FOR_A_SCHEMA:
+                continue
+            judged += 1
+            self.assertNotEqual(problems(v, doc), [], f"{name}: the reader refuses it, the schema lets it through")
+        self.assertGreaterEqual(judged, 25)
+        # Values at the reader's bounds, one field at a time: the schema and the reader agree.
+        good = {"xpusim_trace": 1, "name": "t", "ops": [{"name": "g", "kind": "gemm", "m": 64, "n": 64, "k": 64}]}
+        probes = [({"stream": 1023}, True), ({"stream": 1024}, False), ({"device": 4095}, True), ({"device": 4096}, False),
+                  ({"devices": [0, 1]}, True), ({"devices": [1, 1]}, False), ({"devices": []}, False),
+                  ({"devices": [4096]}, False), ({"devices": "0-7"}, True), ({"devices": "all"}, True),
+                  ({"devices": "some"}, False), ({"name": "g\x07"}, False), ({"name": "g\x7f"}, False),
+                  ({"name": "g\u00e9"}, True), ({"name": ""}, False)]
+        for change, ok in probes:
+            doc = copy.deepcopy(good)
+            doc["ops"][0].update(change)
+            path = os.path.join(self.tmp, "probe.json")
+            with open(path, "w") as fh:
+                fh.write(json.dumps({"xpusim_trace": 1}) + "\n" + json.dumps(doc["ops"][0]) + "\n")
+            os.replace(path, path[:-5] + ".jsonl")
+            reader_ok = xpusim("check", "-t", path[:-5] + ".jsonl").returncode == 0
+            self.assertEqual(reader_ok, ok, f"the reader on {change}")
+            self.assertEqual(problems(v, doc) == [], ok, f"the schema on {change}")
+        for header, ok in [({"name": "t\n"}, False), ({"name": "t\u00e9"}, True)]:
+            doc = dict(copy.deepcopy(good), **header)
+            self.assertEqual(problems(v, doc) == [], ok, f"the schema on the header {header}")
+
     def test_reports_of_a_gpu_a_system_and_the_accelerator(self):
         v = validator("report.schema.json")
         runs = [("h100-sxm.yaml", "traces/examples/transformer-block.yaml", []),

@@ -73,6 +73,38 @@ class TraceGen(unittest.TestCase):
                 self.assertEqual(weights, params * size)
                 self.assertEqual(kv, c["layers"] * batch * 2 * ctx * c["kv_heads"] * d * size)
 
+    def test_steps_carry_the_weights_and_kv_cache_each_gpu_holds(self):
+        # memory_per_gpu, which `xpusim run` and `check` hold against hbm.capacity: a GPU's share of
+        # the generated layers' weights, the embedding and the LM head, and of the batch's KV cache.
+        c = card("llama-2-70b")
+        D, V, L, d = c["hidden"], c["vocab"], 3, c["hidden"] // c["heads"]
+        layer = D * (c["heads"] + 2 * c["kv_heads"]) * d + c["heads"] * d * D + 3 * D * c["ffn"]
+        mib = 2 ** 20
+
+        def memory(*args):
+            rc, out, err = generate(os.path.join(ROOT, "configs/models/llama-2-70b.yaml"), "--layers", str(L), *args)
+            self.assertEqual(rc, 0, err)
+            m = yaml.safe_load(out)["memory_per_gpu"]
+            return {k: float(v.split()[0]) * mib for k, v in m.items()}
+
+        for tp, fmt, size in [(1, "bf16", 2), (8, "fp8", 1)]:
+            m = memory("--phase", "decode", "--batch", "4", "--context", "1000", "--tp", str(tp), "--weights", fmt, "--kv", fmt)
+            self.assertAlmostEqual(m["weights"], (L * layer + 2 * V * D) * size / tp, delta=0.05 * mib)
+            kv_heads = max(1, c["kv_heads"] // tp)  # 8 KV heads: one a GPU at TP=8
+            self.assertAlmostEqual(m["kv_cache"], 4 * 1000 * 2 * L * kv_heads * d * size, delta=0.05 * mib)
+        # A prefill caches its prompt and what was cached before it; a pipeline's largest stage holds
+        # ceil(3/2) = 2 layers and one end (embedding or LM head); 2:4 keeps half the layers' values
+        # and a 2-bit position for each.
+        m = memory("--phase", "prefill", "--batch", "2", "--prompt", "300", "--past", "200", "--pp", "2")
+        self.assertAlmostEqual(m["weights"], (2 * layer + V * D) * 2, delta=0.05 * mib)
+        self.assertAlmostEqual(m["kv_cache"], 2 * 500 * 2 * 2 * c["kv_heads"] * d * 2, delta=0.05 * mib)
+        m = memory("--phase", "decode", "--sparsity", "2:4")
+        self.assertAlmostEqual(m["weights"], L * layer * (1 + 0.125) + 2 * V * D * 2, delta=0.05 * mib)
+        # An encoder keeps no KV cache.
+        rc, out, err = generate(os.path.join(ROOT, "configs/models/bert-large.yaml"), "--phase", "prefill", "--prompt", "128")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(list(yaml.safe_load(out)["memory_per_gpu"]), ["weights"])
+
     def test_weight_only_formats_mark_the_weight_gemms(self):
         # int4 weights under fp16 math: every weight GEMM (LM head included) stores int4, computes
         # fp16; the FLOPs are unchanged; attention keeps its own format.

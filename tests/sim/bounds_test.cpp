@@ -43,7 +43,7 @@ TEST_CASE("a GEMM never beats the tensor-core peak", "[sim][bounds]") {
   CHECK(d(sparse["ops"][0]["peak_tflops"]) == Approx(2 * 1978.86).epsilon(1e-3));
 }
 
-TEST_CASE("a copy never beats peak HBM bandwidth and is HBM-bound", "[sim][bounds]") {
+TEST_CASE("a copy never beats peak HBM bandwidth and is HBM-bound", "[sim][bounds][heavy]") {
   const YAML::Node r = simulate(kH100, copy_trace(1L << 27));
   const YAML::Node op = r["ops"][0];
   const double peak = d(r["chip"]["hbm_peak_bandwidth"]);
@@ -269,7 +269,7 @@ TEST_CASE("Pascal's SIMT formats: HFMA2 doubles the P100's GEMM rate, DP4A quadr
 }
 
 TEST_CASE("on Hopper a warp's mma.sync reaches tensor_core.mma_sync_share of the tensor cores' rate, wgmma all of it",
-          "[sim][bounds][mma_sync]") {
+          "[sim][bounds][mma_sync][heavy]") {
   // Every warp of every SM issuing independent HMMAs: the measured share (configs/h100-sxm.yaml,
   // 0.667) of the SM's 2048 bf16 MACs per clock, at the fixed 1.83 GHz; all of it with a share of 1.
   const std::string loop =

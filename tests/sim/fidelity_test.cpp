@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,20 +32,24 @@ ops:
       - {name: act, kind: elementwise, shape: [8192, 4096], inputs: 1, flops_per_element: 8, dtype: bf16}
 )";
 
-YAML::Node run(const std::vector<std::string>& sets, xpusim::engine::Fidelity f) {
+// Without a fidelity, the engine's default options.
+YAML::Node run(const std::vector<std::string>& sets, std::optional<xpusim::engine::Fidelity> f) {
   const auto cfg = xpusim::config::load_config(source_path("configs/h100-sxm.yaml"), sets);
   const auto tr = xpusim::trace::load_trace(temp_file(kTrace));
   xpusim::engine::SimOptions opt;
-  opt.fidelity = f;
+  if (f) opt.fidelity = *f;
   return YAML::Load(xpusim::report::simulate_isolated(cfg, tr, opt));
 }
 
 double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
 
-void check_fast_against_exact(const std::vector<std::string>& sets) {
-  const YAML::Node exact = run(sets, xpusim::engine::Fidelity::exact);
+// `exact_by_default`: the exact run takes the engine's default options, which must be exact and
+// reuse nothing (one exact simulation serves both checks: they are the suite's slowest).
+void check_fast_against_exact(const std::vector<std::string>& sets, bool exact_by_default) {
+  const YAML::Node exact = run(sets, exact_by_default ? std::nullopt : std::optional(xpusim::engine::Fidelity::exact));
   const YAML::Node fast = run(sets, xpusim::engine::Fidelity::fast);
   CHECK(exact["fidelity"]["mode"].as<std::string>() == "exact");
+  for (const auto& op : exact["ops"]) CHECK(!op["fidelity"]);
   CHECK(fast["fidelity"]["mode"].as<std::string>() == "fast");
   // The shortcuts were taken: later layers reuse the second (the first instance of a repeated
   // kernel meets a colder L2 and is simulated again), steady waves were skipped.
@@ -73,23 +78,17 @@ void check_fast_against_exact(const std::vector<std::string>& sets) {
 
 }  // namespace
 
-TEST_CASE("fast fidelity stays within 1% of exact in time and 2% in energy at a fixed clock", "[sim][fidelity]") {
-  check_fast_against_exact({"power.mode=fixed_clock"});
+TEST_CASE("fast fidelity stays within 1% of exact in time and 2% in energy at a fixed clock", "[sim][fidelity][heavy]") {
+  check_fast_against_exact({"power.mode=fixed_clock"}, false);
 }
 
 // Under the governor the clock moves while waves and steps are measured and replayed: the
-// compute-bound ones must be replayed in cycles.
-TEST_CASE("fast fidelity stays within 1% of exact in time and 2% in energy under the power governor",
-          "[sim][fidelity]") {
-  check_fast_against_exact({});
-}
-
-TEST_CASE("exact fidelity is the default of the engine and reuses nothing", "[sim][fidelity]") {
-  const auto cfg = xpusim::config::load_config(source_path("configs/h100-sxm.yaml"));
-  const auto tr = xpusim::trace::load_trace(temp_file(kTrace));
-  const YAML::Node r = YAML::Load(xpusim::report::simulate_isolated(cfg, tr));
-  CHECK(r["fidelity"]["mode"].as<std::string>() == "exact");
-  for (const auto& op : r["ops"]) CHECK(!op["fidelity"]);
+// compute-bound ones must be replayed in cycles. The exact run here is the engine's default,
+// which must be exact and reuse nothing.
+TEST_CASE("fast fidelity stays within 1% of exact in time and 2% in energy under the power governor, and exact "
+          "is the engine's default and reuses nothing",
+          "[sim][fidelity][heavy]") {
+  check_fast_against_exact({}, true);
 }
 
 // A reused kernel is not run, but what it leaves in the L2 (its output, dirty) is placed there:

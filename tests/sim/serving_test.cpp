@@ -200,7 +200,7 @@ TEST_CASE("stream-K: the same MACs as the data-parallel kernel, each partial wri
   CHECK(s.loads == Approx(w.loads + partials * tile_bytes));
 }
 
-TEST_CASE("stream-K runs where the last wave is ragged and never loses by more than its fixup", "[sim][serving]") {
+TEST_CASE("stream-K runs where the last wave is ragged and never loses by more than its fixup", "[sim][serving][heavy]") {
   const auto cfg = config::load_config(kH100);
   lower::Lowering l(cfg.chip.gpu);
   const double fixup_bound = 5e-6;  // a partial per SM through the L2 and one load latency: a few microseconds

@@ -43,8 +43,8 @@ from . import engine
 from .. import cli as CLI
 from .cluster import Cluster, Pipeline
 from .command import check_buckets, check_slos, main, parse_rates, sweep_rates
-from .replica import (Replica, card_params, format_bytes, kv_link, layer_params, load_card, rate_bytes, size_bytes,
-                      stage_layers, stage_path, time_seconds)
+from ..workloads.serve_memory import card_params, format_bytes, layer_params
+from .replica import Replica, kv_link, load_card, rate_bytes, size_bytes, stage_layers, stage_path, time_seconds
 from .report import html_page, hist_percentile, latency_breakdown, percentile, summarise, svg_chart, write
 from .scheduler import Request, Server, blocks_for
 from .step_model import StepModel, ladder

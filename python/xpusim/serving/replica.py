@@ -3,16 +3,9 @@ links, from the model card and the resolved config (serve.engine)."""
 import re
 
 from .. import workloads
+from ..workloads import serve_memory
 from . import engine
 from .stream import fail
-
-# Block scales stored beside fp4 weights, bits per element: an E8M0 per 32 (MXFP4), an E4M3 per 16 (NVFP4).
-SCALE_BITS = {"mxfp4": 8 / 32, "nvfp4": 8 / 16}
-
-
-def format_bytes(fmt):
-    """Bytes an element of this format takes in HBM, its block scales included."""
-    return (workloads.BITS[fmt] + SCALE_BITS.get(fmt, 0)) / 8
 
 
 def load_card(path):
@@ -26,24 +19,9 @@ def load_card(path):
     return card
 
 
-def layer_params(c):
-    """Parameters of one layer's weights: attention and FFN (every expert)."""
-    d, h = c["hidden"], c["heads"]
-    kv, hd = c.get("kv_heads", h), c.get("head_dim", d // h)
-    attn = d * (h + 2 * kv) * hd + h * hd * d
-    ffn = (3 if c.get("gated") else 2) * d * c["ffn"] * c.get("experts", 1)
-    return attn + ffn
-
-
-def card_params(c):
-    """Parameters of the weights: the layers, the embedding and the LM head."""
-    return c["layers"] * layer_params(c) + 2 * c["vocab"] * c["hidden"]
-
-
 def stage_layers(c, pp):
-    """Layers on the largest of pp pipeline stages (consecutive layers, the first stages one more
-    where they do not divide, as xpusim-trace.py splits them)."""
-    return -(-c["layers"] // pp)
+    """Layers on the largest of pp pipeline stages of the card's whole stack."""
+    return serve_memory.stage_layers(c["layers"], pp)
 
 
 def size_bytes(text):
@@ -62,17 +40,12 @@ class Replica:
         self.card = card
         self.tp = a.tp
         hbm = size_bytes(engine.value(a.config, a.set, "hbm.capacity"))
-        kv_heads = card.get("kv_heads", card["heads"])
-        head_dim = card.get("head_dim", card["hidden"] // card["heads"])
         # A GPU holds its TP share of the largest pipeline stage's layers, and of the embedding
-        # (first stage) or the LM head (last stage), or of both without a pipeline.
-        layers = stage_layers(card, a.pp)
-        ends = 2 if a.pp == 1 else 1
-        self.weights_per_gpu = (layers * layer_params(card) + ends * card["vocab"] * card["hidden"]) * \
-            format_bytes(a.weights) / a.tp
-        # Each GPU keeps its share of the KV heads (all of them replicated where there are fewer
-        # than GPUs) of its stage's layers.
-        self.kv_bytes_per_token = 2 * layers * max(1, kv_heads // a.tp) * head_dim * format_bytes(a.kv)
+        # (first stage) or the LM head (last stage), or of both without a pipeline; of the KV
+        # cache, its share of the KV heads of its stage's layers (workloads.serve_memory, which
+        # the generator's steps also carry as their memory_per_gpu).
+        self.weights_per_gpu = serve_memory.weights_per_gpu(card, card["layers"], a.weights, a.tp, a.pp)
+        self.kv_bytes_per_token = serve_memory.kv_bytes_per_token(card, card["layers"], a.kv, a.tp, a.pp)
         usable = hbm * a.gpu_memory_utilization - self.weights_per_gpu - a.activation_reserve * 2 ** 30
         if a.kv_blocks is not None:
             self.blocks = a.kv_blocks
