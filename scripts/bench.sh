@@ -37,13 +37,17 @@ gen llama70b-decode-tp8.yaml configs/models/llama-2-70b.yaml --phase decode --tp
 gen gpt3-prefill-1layer.yaml configs/models/gpt-3-175b.yaml --phase prefill --batch 8 --prompt 2048 --tp 4 --layers 1
 gen gpt3-prefill-96layers.yaml configs/models/gpt-3-175b.yaml --phase prefill --batch 8 --prompt 2048 --tp 4
 rep="--set system.detail=representative"
+# GPT-3's 96 layers at TP=4 hold 82 GiB of weights and 18 GiB of KV cache on each GPU, more than an
+# H100's 80 GiB (the trace's memory_per_gpu says so and the chip refuses it): a speed benchmark
+# gives the GPUs the memory to run the same step.
+big="--set hbm.capacity=160GiB"
 
 # job: name | config | trace | extra options | run the base too (1/0)
 jobs=("gemm-8192 | configs/h100-sxm.yaml | traces/gemm/bf16-8192.yaml | | 1"
       "llama-2-70b-decode-tp8 | configs/systems/dgx-h100.yaml | $out/llama70b-decode-tp8.yaml | $rep | 1")
 if [ $quick = 0 ]; then
   jobs+=("gpt-3-prefill-1-layer | configs/systems/dgx-h100.yaml | $out/gpt3-prefill-1layer.yaml | $rep | 1"
-         "gpt-3-prefill-96-layers | configs/systems/dgx-h100.yaml | $out/gpt3-prefill-96layers.yaml | $rep | 0")
+         "gpt-3-prefill-96-layers | configs/systems/dgx-h100.yaml | $out/gpt3-prefill-96layers.yaml | $rep $big | 0")
 fi
 
 timed() {  # timed NAME BINARY ARGS...: wall seconds of one run, or "failed" (its error on stderr)

@@ -3,7 +3,7 @@
 (python/xpusim/workloads/, whose help text lists every flag).
 
   scripts/xpusim-trace.py configs/models/llama-2-70b.yaml --phase decode --batch 32 \\
-      --context 2048 --weights fp8 -o llama70b-decode.yaml
+      --context 2048 --weights fp8 --kv fp8 -o llama70b-decode.yaml
 """
 import os
 import sys

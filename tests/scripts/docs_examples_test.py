@@ -177,7 +177,7 @@ class Page:
             while j < len(words) and words[j].startswith("-"):
                 j += 2 if words[j] in ("-np", "-n") else 1
             words = words[j:]
-        if words[0] == "build/xpusim":
+        if words[0] in ("build/xpusim", "xpusim"):  # xpusim: installed (cmake --install), the same binary
             return self.xpusim(line, words)
         if words[0] == "cmake":
             # Installing is tested by ctest's install.layout; the build's package stands in for it.

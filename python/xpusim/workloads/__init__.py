@@ -3,7 +3,7 @@ transformer's prefill step, decode step or training step (fused or unfused atten
 ResNet's inference.
 
   scripts/xpusim-trace.py configs/models/llama-2-70b.yaml --phase decode --batch 32 \\
-      --context 2048 --weights fp8 -o llama70b-decode.yaml
+      --context 2048 --weights fp8 --kv fp8 -o llama70b-decode.yaml
 
 Per layer: norm, QKV projection, RoPE and the KV-cache append (RoPE models), attention (fused:
 one op; unfused: QK^T, softmax, PV as batched GEMMs and a row-wise op), output projection,
