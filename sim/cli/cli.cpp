@@ -242,7 +242,7 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value: --set hbm.data_rate=\"6.4 GT/s\" (repeatable)")
       ("trace-set", po::value<std::vector<std::string>>()->composing(), "override every op's dtype, weight_dtype, sparsity or switching: --trace-set dtype=fp8 (repeatable)")
       ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, report.html, summary.md, ops.csv, timeline.json (Chrome trace events), resolved-config.yaml")
-      ("show-ops", po::value<int>()->default_value(20), "ops listed on the terminal (the longest ones)");
+      ("show-ops", po::value<int>()->default_value(20), "rows of ops on the terminal: every op where they fit, else the longest, the instances of each repeated op (layer[*].up) summed into one row");
   add_fidelity(d);
   add_limits(d);
   const auto parsed = parse_command(cmd, args, d, out);

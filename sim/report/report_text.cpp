@@ -1,6 +1,8 @@
 // The terminal table, its total line, and summary.md.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "sim/config/units.h"
@@ -11,9 +13,74 @@ using namespace detail;
 
 namespace {
 
-std::vector<std::vector<std::string>> rows(const Report& rep, size_t max_ops) {
+// An op's name with every repeat index as '*' (layer[*].ffn_up): the name its instances share.
+std::string group_key(const std::string& name) {
+  std::string k;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '[') {
+      size_t j = i + 1;
+      while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) ++j;
+      if (j > i + 1 && j < name.size() && name[j] == ']') {
+        k += "[*]";
+        i = j;
+        continue;
+      }
+    }
+    k += name[i];
+  }
+  return k;
+}
+
+// Ops that differ only in repeat indices as one row each, as Nsight sums a kernel's instances:
+// "layer[*].ffn_up x32" with their summed time, rates over that time and the time-weighted means
+// of the shares; the bound of the instance that took longest. An op of its own stays as it is.
+std::vector<OpReport> grouped_ops(const Report& rep) {
+  std::vector<OpReport> out;
+  std::map<std::string, size_t> at;
+  std::vector<size_t> count;
+  std::vector<double> longest;
+  for (const OpReport& o : rep.ops) {
+    const std::string k = group_key(o.name);
+    const auto [it, fresh] = at.emplace(k, out.size());
+    if (fresh) {
+      out.push_back(o);
+      count.push_back(1);
+      longest.push_back(o.m.time_s);
+      continue;
+    }
+    OpReport& g = out[it->second];
+    Metrics& m = g.m;
+    const Metrics& x = o.m;
+    const double t = m.time_s, u = x.time_s, sum = t + u;
+    auto mean = [&](double a, double b) { return sum > 0 ? (a * t + b * u) / sum : a; };
+    m.fraction_of_peak = mean(m.fraction_of_peak, x.fraction_of_peak);
+    m.tensor_util = mean(m.tensor_util, x.tensor_util);
+    m.simt_util = mean(m.simt_util, x.simt_util);
+    m.l2_hit_rate = mean(m.l2_hit_rate, x.l2_hit_rate);
+    m.hbm_bandwidth = mean(m.hbm_bandwidth, x.hbm_bandwidth);
+    m.busbw = mean(m.busbw, x.busbw);
+    m.nvlink_util = mean(m.nvlink_util, x.nvlink_util);
+    m.nic_util = mean(m.nic_util, x.nic_util);
+    m.flops += x.flops;
+    m.time_s = sum;
+    m.tflops = sum > 0 ? m.flops / sum / 1e12 : 0;
+    if (g.shape != o.shape) g.shape = "various";
+    if (g.dtype != o.dtype || g.weight_dtype != o.weight_dtype) g.dtype = "various", g.weight_dtype.clear();
+    if (x.time_s > longest[it->second]) longest[it->second] = x.time_s, m.bound = x.bound;
+    ++count[it->second];
+  }
+  for (size_t i = 0; i < out.size(); ++i)
+    if (count[i] > 1) out[i].name = group_key(out[i].name) + " x" + std::to_string(count[i]);
+  return out;
+}
+
+// The table's rows: every op, or the `max_ops` longest where there are more (grouped first when
+// `group`).
+std::vector<std::vector<std::string>> rows(const Report& rep, size_t max_ops, bool group = false) {
+  std::vector<OpReport> groups;
+  if (group) groups = grouped_ops(rep);
   std::vector<const OpReport*> order;
-  for (const auto& o : rep.ops) order.push_back(&o);
+  for (const auto& o : group ? groups : rep.ops) order.push_back(&o);
   if (order.size() > max_ops) {
     std::stable_sort(order.begin(), order.end(), [](const OpReport* a, const OpReport* b) { return a->m.time_s > b->m.time_s; });
     order.resize(max_ops);
@@ -98,7 +165,11 @@ const char* kPerGpuNote = "ops: per GPU (each op's figures on one of the GPUs it
 }  // namespace
 
 std::string terminal_table(const Report& rep, size_t max_ops) {
-  const auto r = rows(rep, max_ops);
+  // A trace longer than the table groups the instances of repeated ops, so that the table is not
+  // twenty copies of one layer's longest kernel.
+  const bool group = rep.ops.size() > max_ops;
+  const size_t shown_of = group ? grouped_ops(rep).size() : rep.ops.size();
+  const auto r = rows(rep, max_ops, group);
   std::vector<size_t> width(r[0].size(), 0);
   for (const auto& row : r)
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
@@ -114,7 +185,13 @@ std::string terminal_table(const Report& rep, size_t max_ops) {
     }
     os << '\n';
   }
-  if (rep.ops.size() > max_ops) os << "(" << max_ops << " longest of " << rep.ops.size() << " ops shown)\n";
+  if (group && shown_of == rep.ops.size()) {
+    os << "(" << max_ops << " longest of " << rep.ops.size() << " ops shown)\n";
+  } else if (group) {
+    os << "(" << std::min(max_ops, shown_of) << (shown_of > max_ops ? " longest" : "") << " of " << shown_of
+       << " rows shown, the " << rep.ops.size() << " ops with the instances of each repeated op summed ([*] for the "
+          "repeat index, xN for their count); every op is in ops.csv and summary.md)\n";
+  }
   os << total_line(rep) << '\n';
   return os.str();
 }

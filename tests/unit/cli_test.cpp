@@ -4,6 +4,7 @@
 
 #include "helpers.h"
 #include "sim/cli/cli.h"
+#include "sim/config/units.h"
 
 using xpusim::testing::source_path;
 
@@ -91,4 +92,45 @@ TEST_CASE("cli: describe lists every parameter with unit, default and range", "[
   const Out c = cli({"describe", "--config", source_path("configs/magnet-int4.yaml")});
   CHECK(c.status == 0);
   CHECK_THAT(c.out, Catch::Contains("vsq_vector: 64"));
+}
+
+namespace {
+// Three layers of two ops and a head: 7 ops. (One run per test case: SystemC elaborates once a process.)
+std::string layered_trace() {
+  return xpusim::testing::temp_file(R"(xpusim_trace: 1
+name: grouped
+ops:
+  - repeat: 3
+    name: layer
+    ops:
+      - {name: up, kind: gemm, m: 512, n: 512, k: 512}
+      - {name: act, kind: elementwise, shape: [512, 512], inputs: 1}
+  - {name: head, kind: gemm, m: 128, n: 1024, k: 512}
+)");
+}
+}  // namespace
+
+// The terminal's table of a trace longer than it sums each repeated op's instances into one row,
+// as Nsight sums a kernel's, instead of listing copies of one layer's longest kernel.
+TEST_CASE("cli: the run's table groups the instances of repeated ops when the trace is longer than it", "[cli]") {
+  const std::string trace = layered_trace(), out = trace + ".out";
+  const Out o = cli({"run", "--config", source_path("configs/h100-sxm.yaml"), "--trace", trace, "--out", out,
+                     "--show-ops", "2", "--set", "power.mode=fixed_clock"});
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Catch::Contains("(2 longest of 3 rows shown, the 7 ops with the instances of each repeated op summed"));
+  CHECK_THAT(o.out, !Catch::Contains("layer[1]."));
+  // The group's time is its three instances' sum, as report.json has them.
+  const YAML::Node rep = YAML::LoadFile(out + "/report.json");
+  double up = 0;
+  for (const auto& op : rep["ops"])
+    if (op["name"].as<std::string>().find("].up") != std::string::npos) up += op["time_s"].as<double>();
+  CHECK_THAT(o.out, Catch::Contains("layer[*].up x3") && Catch::Contains(xpusim::units::format(up, xpusim::units::Dim::Time)));
+}
+
+TEST_CASE("cli: the run's table lists every op as it is when the trace fits it", "[cli]") {
+  const std::string trace = layered_trace();
+  const Out all = cli({"run", "--config", source_path("configs/h100-sxm.yaml"), "--trace", trace, "--out", trace + ".out",
+                       "--show-ops", "7", "--set", "power.mode=fixed_clock"});
+  REQUIRE(all.status == 0);
+  CHECK_THAT(all.out, Catch::Contains("layer[2].act") && !Catch::Contains(" x3") && !Catch::Contains("rows shown"));
 }
