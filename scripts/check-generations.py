@@ -20,7 +20,6 @@ shapes with m and n both at least 512 and the rest, where a group has both); ass
 """
 import argparse
 import collections
-import concurrent.futures
 import csv
 import json
 import os
@@ -29,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from xpusim.cli import Counter  # noqa: E402
+from xpusim.cli import counted_map  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LARGE = 512  # both m and n at least this: a shape that fills the chip with tiles (the summary's split)
@@ -144,16 +143,9 @@ def simulate_all(xpusim, rows, fidelity):
     first = {k: r for k, r in zip(keys, rows) if k not in SIMULATED}
     todo = list(first)
     todo.sort(key=lambda k: -int(first[k]["m"]) * int(first[k]["n"]) * int(first[k]["k"]))
-    counter = Counter("check-generations: simulating GEMMs", len(todo))
-
-    def one(k):
-        result = simulate(xpusim, first[k], fidelity)
-        counter.tick()
-        return result
-
-    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        for k, result in zip(todo, pool.map(one, todo)):
-            SIMULATED[k] = result
+    results = counted_map("check-generations: simulating GEMMs", os.cpu_count() or 1,
+                          lambda k: simulate(xpusim, first[k], fidelity), todo)
+    SIMULATED.update(zip(todo, results))
     return [SIMULATED[k] for k in keys]
 
 

@@ -47,12 +47,11 @@ import os
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 
 import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from xpusim.cli import Counter  # noqa: E402
+from xpusim.cli import counted_map  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEASURED = os.path.join(ROOT, "docs/validation/measured/h100-sxm-2026-11-22")
@@ -105,18 +104,6 @@ def gemm_trace(folder, dtype, size, reps=1):
         for i in range(reps):
             f.write(f"  - {{name: gemm{i}, kind: gemm, m: {size}, n: {size}, k: {size}, dtype: {dtype}}}\n")
     return path
-
-
-def parallel(what, jobs, fn, items):
-    """fn over items on `jobs` threads, the results in order, counted on standard error."""
-    counter = Counter(f"fit-power.py: {what}", len(items))
-
-    def one(x):
-        result = fn(x)
-        counter.tick()
-        return result
-    with ThreadPoolExecutor(max_workers=jobs) as ex:
-        return list(ex.map(one, items))
 
 
 def run(xpusim, trace, out, sets, config=CONFIG, fidelity="exact"):
@@ -176,7 +163,7 @@ def fit(args, cfg, tmp):
         sets = on_priors + [f"sm.clock={hz / 1e9:.6f} GHz", f"energy.voltage={v:.6f} V"] + \
             ([SIMT_FP32] if r["dtype"] == "fp32" else [])
         jobs.append((r, hz, v, trace, os.path.join(tmp, "fit-" + r["dtype"]), sets))
-    reports = parallel("simulating the fit's GEMMs", args.jobs, lambda j: run(args.xpusim, j[3], j[4], j[5]), jobs)
+    reports = counted_map("fit-power.py: simulating the fit's GEMMs", args.jobs, lambda j: run(args.xpusim, j[3], j[4], j[5]), jobs)
     a, b, points = [], [], []
     for (r, hz, v, _, _, _), rep in zip(jobs, reports):
         t = rep["total"]
@@ -294,9 +281,9 @@ def check(args, tmp):
     def calls(d, n):
         return min(3, measured[(d, n)][1]) if d == "fp32" else measured[(d, n)][1]
     jobs = [(d, n, gemm_trace(tmp, d, n, calls(d, n)), os.path.join(tmp, f"chk-{d}-{n}")) for d, n in cases]
-    reps = parallel("simulating the held-out GEMMs", args.jobs,
-                    lambda j: run(args.xpusim, j[2], j[3], ["power.start=sustained"] + ([SIMT_FP32] if j[0] == "fp32" else []),
-                                  config), jobs)
+    reps = counted_map("fit-power.py: simulating the held-out GEMMs", args.jobs,
+                       lambda j: run(args.xpusim, j[2], j[3], ["power.start=sustained"] + ([SIMT_FP32] if j[0] == "fp32" else []),
+                                     config), jobs)
     sustained = sorted(f for f in os.listdir(folder) if f.startswith("gemm-power") and f.endswith(".csv"))
     if not own and sustained:
         # Another card: its sustained GEMMs were fitted to nothing, so they are held out too
@@ -305,10 +292,10 @@ def check(args, tmp):
                  if r["dtype"] in ("bf16", "fp16", "fp8", "tf32")]
         # One simulation per format and size, however many measured rows share it.
         shapes = sorted({(r["dtype"], int(r["size"])) for r in power})
-        sims = dict(zip(shapes, parallel("simulating the sustained GEMMs", args.jobs,
-                                         lambda ds: run(args.xpusim, gemm_trace(tmp, ds[0], ds[1], 3),
-                                                        os.path.join(tmp, f"sus-{ds[0]}-{ds[1]}"),
-                                                        ["power.start=sustained"], config), shapes)))
+        sims = dict(zip(shapes, counted_map("fit-power.py: simulating the sustained GEMMs", args.jobs,
+                                            lambda ds: run(args.xpusim, gemm_trace(tmp, ds[0], ds[1], 3),
+                                                           os.path.join(tmp, f"sus-{ds[0]}-{ds[1]}"),
+                                                           ["power.start=sustained"], config), shapes)))
         print("| sustained 8192^3 GEMM (5 s on the card) | measured | simulated | error |")
         print("|---|---|---|---|")
         for r in power:

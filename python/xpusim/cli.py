@@ -4,6 +4,7 @@ run` does), times carry their units, and a long first run says what it is simula
 long it has left.
 """
 import argparse
+import concurrent.futures
 import difflib
 import math
 import re
@@ -93,6 +94,19 @@ class Counter:
             elif self.n == self.total or self.n * 10 // self.total != (self.n - 1) * 10 // self.total:
                 self.stream.write(text + "\n")
             self.stream.flush()
+
+
+def counted_map(what, jobs, fn, items):
+    """fn over items on `jobs` threads, the results in order, each one counted on standard error
+    as it finishes (Counter)."""
+    counter = Counter(what, len(items))
+
+    def one(x):
+        result = fn(x)
+        counter.tick()
+        return result
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, items))
 
 
 class Progress:

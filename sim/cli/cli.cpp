@@ -1,7 +1,6 @@
 #include "sim/cli/cli.h"
 #include "sim/cli/command.h"
 
-
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -444,7 +443,7 @@ void route_systemc_reports() {
     switch (r.get_severity()) {
       case sc_core::SC_INFO: log::systemc(log::Level::debug, msg); break;
       case sc_core::SC_WARNING: log::systemc(log::Level::warn, msg); break;
-      default: log::error_systemc(msg); break;
+      default: log::systemc(log::Level::error, msg); break;
     }
     if (actions & sc_core::SC_THROW) throw std::logic_error(msg);
     if (actions & sc_core::SC_ABORT) std::abort();

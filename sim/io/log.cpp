@@ -4,6 +4,17 @@
 #include <spdlog/spdlog.h>
 
 namespace xpusim::log {
+namespace {
+spdlog::level::level_enum level_of(Level l) {
+  switch (l) {
+    case Level::debug: return spdlog::level::debug;
+    case Level::info: return spdlog::level::info;
+    case Level::warn: return spdlog::level::warn;
+    case Level::error: break;
+  }
+  return spdlog::level::err;
+}
+}  // namespace
 
 void debug(const std::string& msg) { spdlog::debug(msg); }
 void info(const std::string& msg) { spdlog::info(msg); }
@@ -11,25 +22,12 @@ void warn(const std::string& msg) { spdlog::warn(msg); }
 
 void systemc(Level level, const std::string& msg) {
   const auto logger = spdlog::get("systemc");
-  if (!logger) {
-    level == Level::debug ? debug(msg) : level == Level::info ? info(msg) : warn(msg);
-    return;
-  }
-  level == Level::debug ? logger->debug(msg) : level == Level::info ? logger->info(msg) : logger->warn(msg);
-}
-
-void error_systemc(const std::string& msg) {
-  const auto logger = spdlog::get("systemc");
-  logger ? logger->error(msg) : spdlog::error(msg);
+  (logger ? logger : spdlog::default_logger())->log(level_of(level), msg);
 }
 
 bool debug_enabled() { return spdlog::should_log(spdlog::level::debug); }
 
-void set_level(Level level) {
-  spdlog::set_level(level == Level::debug ? spdlog::level::debug
-                    : level == Level::info ? spdlog::level::info
-                                           : spdlog::level::warn);
-}
+void set_level(Level level) { spdlog::set_level(level_of(level)); }
 
 void install_cli_loggers() {
   if (spdlog::get("systemc")) return;

@@ -6,14 +6,13 @@
 
 namespace xpusim::log {
 
-enum class Level { debug, info, warn };
+enum class Level { debug, info, warn, error };
 
 void debug(const std::string& msg);
 void info(const std::string& msg);
 void warn(const std::string& msg);
 // SystemC's own reports, on a logger of their own ("systemc") where the CLI made one.
 void systemc(Level level, const std::string& msg);
-void error_systemc(const std::string& msg);
 // Whether debug messages are printed: a caller skips building a costly message when not.
 bool debug_enabled();
 void set_level(Level level);

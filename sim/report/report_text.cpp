@@ -74,13 +74,11 @@ std::vector<OpReport> grouped_ops(const Report& rep) {
   return out;
 }
 
-// The table's rows: every op, or the `max_ops` longest where there are more (grouped first when
-// `group`).
-std::vector<std::vector<std::string>> rows(const Report& rep, size_t max_ops, bool group = false) {
-  std::vector<OpReport> groups;
-  if (group) groups = grouped_ops(rep);
+// The table's rows: every one of `ops` (the report's, or grouped_ops'), or the `max_ops` longest
+// where there are more.
+std::vector<std::vector<std::string>> rows(const Report& rep, const std::vector<OpReport>& ops, size_t max_ops) {
   std::vector<const OpReport*> order;
-  for (const auto& o : group ? groups : rep.ops) order.push_back(&o);
+  for (const auto& o : ops) order.push_back(&o);
   if (order.size() > max_ops) {
     std::stable_sort(order.begin(), order.end(), [](const OpReport* a, const OpReport* b) { return a->m.time_s > b->m.time_s; });
     order.resize(max_ops);
@@ -168,8 +166,10 @@ std::string terminal_table(const Report& rep, size_t max_ops) {
   // A trace longer than the table groups the instances of repeated ops, so that the table is not
   // twenty copies of one layer's longest kernel.
   const bool group = rep.ops.size() > max_ops;
-  const size_t shown_of = group ? grouped_ops(rep).size() : rep.ops.size();
-  const auto r = rows(rep, max_ops, group);
+  std::vector<OpReport> groups;
+  if (group) groups = grouped_ops(rep);
+  const size_t shown_of = group ? groups.size() : rep.ops.size();
+  const auto r = rows(rep, group ? groups : rep.ops, max_ops);
   std::vector<size_t> width(r[0].size(), 0);
   for (const auto& row : r)
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
@@ -232,7 +232,7 @@ std::string to_markdown(const Report& rep, double wall_s) {
     os << "Time: kernels " << units::format(b.kernels_s, units::Dim::Time) << ", collectives "
        << units::format(b.collectives_s, units::Dim::Time) << ", host runtime " << units::format(b.host_s, units::Dim::Time)
        << ", idle between them " << units::format(b.idle_s, units::Dim::Time) << ".\n\n";
-  const auto r = rows(rep, 200);
+  const auto r = rows(rep, rep.ops, 200);
   for (size_t i = 0; i < r.size(); ++i) {
     os << "|";
     for (const auto& c : r[i]) os << ' ' << md_cell(c) << " |";
