@@ -20,6 +20,15 @@ TagGeometry l1_geometry(const SmParams& p) {
   return g;
 }
 
+// A CTA's thread runs the memory path down to the DRAM's scheduler, whose deepest call (a
+// std::sort) fits 64 KiB; AddressSanitizer's redzones make every frame larger, and a build with
+// it at -O1 overflowed that stack (a SEGV inside the sort), so it gets four times as much.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t kCtaStackBytes = 256 * 1024;
+#else
+constexpr size_t kCtaStackBytes = 64 * 1024;
+#endif
+
 }  // namespace
 
 SmStats SmStats::make(StatRegistry& reg, const std::string& prefix) {
@@ -75,7 +84,7 @@ void Sm::launch(KernelRun* k, uint64_t cta, double start_s) {
   registers_ += r.registers;
   shared_ += r.shared_bytes;
   sc_core::sc_spawn_options opts;
-  opts.set_stack_size(64 * 1024);
+  opts.set_stack_size(kCtaStackBytes);
   sc_core::sc_spawn([this, k, cta, start_s] { run_cta(k, cta, start_s); }, nullptr, &opts);
 }
 

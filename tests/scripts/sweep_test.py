@@ -354,7 +354,7 @@ SERVE_SPEC = f"""xpusim_sweep: 1
 name: serve-test
 config: {ROOT}/configs/h100-sxm.yaml
 serve:
-  model: {ROOT}/configs/models/llama-3-8b.yaml
+  model: {ROOT}/tests/data/models/tiny-llama.yaml   # the plumbing's test: steps in a fraction of a second
   duration: 2
   prompt-len: uniform:32:96
   output-len: 4
@@ -449,8 +449,8 @@ class ServeSweep(unittest.TestCase):
 
     def test_html_plots_serving_figures(self):
         html = read(os.path.join(self.full, "sweep.html"))
-        for chart in ["axis-output_tokens_per_s-serve.rate-llama-3-8b", "axis-ttft_p99_s-serve.scheduler-llama-3-8b",
-                      "pareto-llama-3-8b"]:
+        for chart in ["axis-output_tokens_per_s-serve.rate-tiny-llama", "axis-ttft_p99_s-serve.scheduler-tiny-llama",
+                      "pareto-tiny-llama"]:
             self.assertIn(f'<svg id="{chart}"', html)
         self.assertIn("J per output token", html)
 
@@ -467,7 +467,7 @@ class ServeSweep(unittest.TestCase):
                  (SERVE_SPEC + "  trace.dtype: [fp8]\n", "key 'axes.trace.dtype'", "", "a serve sweep has no trace"),
                  (SERVE_SPEC + f"traces: [{ROOT}/tests/data/gemm-2k.yaml]\n", "key 'traces'", "",
                   "runs model cards (serve.model), not traces"),
-                 (SERVE_SPEC.replace("llama-3-8b.yaml", "llama-9.yaml"), "serve.yaml:", "", "llama-9.yaml"),
+                 (SERVE_SPEC.replace("tiny-llama.yaml", "llama-9.yaml"), "serve.yaml:", "", "llama-9.yaml"),
                  (SERVE_SPEC.replace("max-context: 256", "tp: 1\n  max-context: 256").replace("serve.scheduler: [continuous, chunked]", "serve.tp: [1]"),
                   "key 'axes.serve.tp'", "", "also fixed under serve:"),
                  (SPEC + "  serve.rate: [1]\n", "key 'axes.serve.rate'", "", "belong to a serve sweep")]
