@@ -22,8 +22,17 @@ TagGeometry l1_geometry(const SmParams& p) {
 
 // A CTA's thread runs the memory path down to the DRAM's scheduler, whose deepest call (a
 // std::sort) fits 64 KiB; AddressSanitizer's redzones make every frame larger, and a build with
-// it at -O1 overflowed that stack (a SEGV inside the sort), so it gets four times as much.
+// it at -O1 overflowed that stack (a SEGV inside the sort), so it gets four times as much. GCC
+// says AddressSanitizer with __SANITIZE_ADDRESS__, clang 14 (the fuzz build's) with
+// __has_feature alone, which GCC 12 lacks: hence the nesting.
 #if defined(__SANITIZE_ADDRESS__)
+#define XPUSIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define XPUSIM_ASAN 1
+#endif
+#endif
+#ifdef XPUSIM_ASAN
 constexpr size_t kCtaStackBytes = 256 * 1024;
 #else
 constexpr size_t kCtaStackBytes = 64 * 1024;
