@@ -22,6 +22,7 @@ SCRIPT = os.path.join(ROOT, "scripts", "xpusim-serve.py")
 MODEL_TINY = os.path.join(ROOT, "tests", "data", "models", "tiny-llama.yaml")
 sys.path.insert(0, os.path.join(ROOT, "python"))  # the source tree's package, as the script and `xpusim serve` run it
 import xpusim.serving as serve  # noqa: E402
+from xpusim.workloads.serve_memory import kv_bytes_per_token, layer_params  # noqa: E402
 
 serve.engine.BINARY = XPUSIM  # and the engine beside it (its build's native part), as --xpusim gives it
 
@@ -674,7 +675,6 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(s["finished"], 4)
         # A decode step reads the layers' weights and the LM head (bf16) at no more than the H100's
         # 3.35 TB/s, and a 4-layer model's step is tens of kernels: microseconds, not milliseconds.
-        from xpusim.workloads.serve_memory import kv_bytes_per_token, layer_params
         with open(MODEL_TINY) as f:
             card = yaml.safe_load(f)
         floor = (card["layers"] * layer_params(card) + card["vocab"] * card["hidden"]) * 2 / 3.35e12
