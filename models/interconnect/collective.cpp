@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 
+#include "models/interconnect/p2p_all_reduce.h"
+
 namespace xpusim {
 namespace {
 
@@ -282,6 +284,8 @@ const char* collective_algo_name(CollectiveAlgo a) {
     case CollectiveAlgo::tree: return "tree";
     case CollectiveAlgo::nvls: return "nvls";
     case CollectiveAlgo::direct: return "direct";
+    case CollectiveAlgo::one_shot: return "one_shot";
+    case CollectiveAlgo::two_shot: return "two_shot";
   }
   return "?";
 }
@@ -333,6 +337,7 @@ CollectiveAlgo resolve_algo(const Topology& f, const CollectiveJob& job) {
 
 double estimate_s(const Topology& f, const CollectiveParams& p, const CollectiveJob& job, CollectiveAlgo algo,
                   CollectiveProto proto) {
+  if (algo == CollectiveAlgo::one_shot || algo == CollectiveAlgo::two_shot) return p2p_estimate_s(f, job, algo);
   const ProtocolParams pp = protocol(p, proto);
   const int n = static_cast<int>(job.gpus.size());
   if (n < 2 || job.bytes <= 0) return pp.base_s;
@@ -354,6 +359,8 @@ double estimate_s(const Topology& f, const CollectiveParams& p, const Collective
     case CollectiveAlgo::direct:
       if (job.kind != CollectiveKind::send_recv) per_port = bus_factor(job.kind, n) * job.bytes;
       break;
+    case CollectiveAlgo::one_shot:
+    case CollectiveAlgo::two_shot:
     case CollectiveAlgo::automatic: break;
   }
   // NCCL's tuner weighs LL below what its line format carries (src/graph/tuning.cc): a ring's
@@ -383,7 +390,7 @@ Choice choose(const Topology& f, const CollectiveParams& p, const CollectiveJob&
   std::vector<CollectiveAlgo> algos{structural};
   if (structural == CollectiveAlgo::nvls && job.algo == CollectiveAlgo::automatic) algos.push_back(CollectiveAlgo::ring);
   for (CollectiveAlgo a : algos) {
-    if (a == CollectiveAlgo::nvls) {
+    if (a == CollectiveAlgo::nvls || a == CollectiveAlgo::one_shot || a == CollectiveAlgo::two_shot) {
       if (forced == CollectiveProto::automatic || forced == CollectiveProto::simple) consider(a, CollectiveProto::simple);
       continue;
     }
@@ -404,6 +411,16 @@ std::string unsupported(const Topology& f, const CollectiveJob& job) {
   if (!pairwise && a == CollectiveAlgo::direct) return "algorithm direct applies to all_to_all and send_recv only";
   if (!reduces && (a == CollectiveAlgo::tree || a == CollectiveAlgo::nvls))
     return std::string("algorithm ") + collective_algo_name(a) + " is for all_reduce only; use ring";
+  const bool p2p = a == CollectiveAlgo::one_shot || a == CollectiveAlgo::two_shot;
+  if (p2p) {
+    if (!reduces) return std::string("algorithm ") + collective_algo_name(a) + " is for all_reduce only; use ring";
+    if (job.proto == CollectiveProto::ll || job.proto == CollectiveProto::ll128)
+      return std::string("algorithm ") + collective_algo_name(a) + " is a runtime's own kernel and has no NCCL protocol; "
+             "leave protocol out (or simple), not " + collective_proto_name(job.proto);
+    if (!one_domain(f, job.gpus))
+      return std::string("algorithm ") + collective_algo_name(a) +
+             " loads from its peers' memory over NVLink, within one NVLink domain; these devices span several";
+  }
   if (a == CollectiveAlgo::nvls) {
     if (job.algo == CollectiveAlgo::nvls && (job.proto == CollectiveProto::ll || job.proto == CollectiveProto::ll128))
       return std::string("algorithm nvls runs the simple protocol only (as NCCL's does), not ") + collective_proto_name(job.proto);
@@ -426,10 +443,13 @@ CollectiveRun run_collective(Fabric& f, const CollectiveParams& p, const Collect
   run.proto = c.proto;
   run.start_s = now;
   const bool nvls = run.algo == CollectiveAlgo::nvls;
+  const bool p2p = run.algo == CollectiveAlgo::one_shot || run.algo == CollectiveAlgo::two_shot;
   // In-switch collectives have no GPU-to-GPU steps to flag: their hops are the fabric's own.
   Wire w = wire(p, run.proto);
   if (nvls) w.hop_s = 0;
-  const double start = now + p.launch_s + (nvls ? p.nvls_latency_s : protocol(p, run.proto).base_s);
+  const double start = p2p    ? now + p.p2p_launch_s
+                       : nvls ? now + p.launch_s + p.nvls_latency_s
+                              : now + p.launch_s + protocol(p, run.proto).base_s;
   const int n = static_cast<int>(job.gpus.size());
   double end = start;
   if (n > 1 && job.bytes > 0) {
@@ -444,6 +464,8 @@ CollectiveRun run_collective(Fabric& f, const CollectiveParams& p, const Collect
         end = job.kind == CollectiveKind::send_recv ? run_chain(f, w, job.gpus, job.bytes, now, start, run)
                                                     : run_direct(f, w, job, now, start, run);
         break;
+      case CollectiveAlgo::one_shot: end = run_one_shot(f, job, now, start, run); break;
+      case CollectiveAlgo::two_shot: end = run_two_shot(f, job, now, start, run); break;
       case CollectiveAlgo::automatic: break;
     }
   }

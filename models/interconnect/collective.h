@@ -13,7 +13,9 @@
 namespace xpusim {
 
 enum class CollectiveKind { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
-enum class CollectiveAlgo { automatic, ring, tree, nvls, direct };
+// one_shot and two_shot are a serving runtime's own all-reduce kernels rather than NCCL's
+// (p2p_all_reduce.h); `automatic` never picks them: a trace names them.
+enum class CollectiveAlgo { automatic, ring, tree, nvls, direct, one_shot, two_shot };
 enum class CollectiveProto { automatic, ll, ll128, simple };
 
 const char* collective_algo_name(CollectiveAlgo a);

@@ -60,6 +60,7 @@ struct CollectiveParams {
   double launch_s = 0;     // fixed cost of a collective kernel (launch, handshake with peers)
   int channels = 1;        // channels (CTAs, each its own ring or tree) side by side over the same GPUs
   double nvls_latency_s = 0;  // fixed cost of an nvls all-reduce beyond launch_s (its warps' hand-offs); the tuner weighs it too
+  double p2p_launch_s = 0;  // one_shot and two_shot: a plain kernel's start and end (they need no NCCL handshake)
   std::string protocol = "auto";  // auto (the fastest by the tuner's estimate), ll, ll128 or simple
   ProtocolParams ll, ll128, simple;  // simple.slice_bytes is slice_bytes
 };

@@ -57,8 +57,10 @@ class RuntimeProfileError(ValueError):
 
 
 # key: (kind, required, description). Kinds: "time" (a duration with its unit, at least 0),
-# "text", "sizes" (captured batch sizes: positive integers, increasing), "bool", "choice:a|b", and
-# a dict for a section.
+# "text", "sizes" (captured batch sizes: positive integers, increasing; "counts" the same of GPU
+# counts), "bytes" (a size with its
+# unit), "bytes_by_gpus" (a mapping of GPU counts to sizes), "bool", "choice:a|b", and a dict for
+# a section.
 SCHEMA = {
     "xpusim_runtime": ("format", True, "the profile format, 1"),
     "name": ("text", True, "the runtime's name"),
@@ -89,6 +91,19 @@ SCHEMA = {
                                   "kernels are shorter): the engine's kernels.eager_issue"),
     "sampling": ("choice:" + "|".join(SAMPLERS), True, "the sampler's GPU work per step, a path of "
                                                        "python/xpusim/sampler.py: " + SAMPLER_HELP),
+    "all_reduce": ({
+        "kernel": ("choice:nccl|custom", True, "nccl: tensor parallelism's all-reduces run NCCL's (the engine's "
+                                              "`auto`); custom: the runtime's own peer-to-peer kernel "
+                                              "(algorithm one_shot or two_shot) where `gpus` and `takes_below` "
+                                              "allow, NCCL's otherwise"),
+        "gpus": ("counts", False, "with custom: the GPU counts the kernel runs on (others run NCCL's)"),
+        "takes_below": ("bytes", False, "with custom: it takes all-reduces smaller than this (the rest run NCCL's)"),
+        "one_shot_below": ("bytes_by_gpus", False, "with custom: by GPU count, all-reduces smaller than this run "
+                                                   "one-shot, the rest two-shot; a count takes the value of the "
+                                                   "first key at or above it (none: two-shot)"),
+        "eager_copy": ("bool", False, "with custom: outside a CUDA graph the input is first copied into the "
+                                      "kernel's registered buffer (one more kernel)"),
+    }, False, "the all-reduces of tensor parallelism (default: NCCL's)"),
     "request": ({
         "arrival": ("time", True, "from a request's arrival to the scheduler seeing it: the API server's HTTP "
                                   "handling and hand-off to the engine"),
@@ -119,6 +134,43 @@ def parse_time(text):
     return v
 
 
+_BYTES = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+
+
+def parse_bytes(text):
+    """'512 KiB' -> 524288. A bare number, another unit, a fraction of a byte or a size of 0 or
+    over 1 GiB raises ValueError."""
+    m = re.fullmatch(r"\s*(\d+\.?\d*|\.\d+)\s*([A-Za-z]+)\s*", str(text))
+    if not m or m.group(2) not in _BYTES:
+        raise ValueError(f"'{text}' is not a size with a unit (e.g. '512 KiB'; units {', '.join(_BYTES)})")
+    v = float(m.group(1)) * _BYTES[m.group(2)]
+    if v != int(v) or v < 1 or v > 1024 ** 3:
+        raise ValueError(f"'{text}' is not a whole number of bytes from 1 B to 1 GiB")
+    return int(v)
+
+
+def _bytes_by_gpus(path, node, full):
+    """A mapping {GPU count: size}, counts increasing: [(count, bytes), ...]."""
+    if not isinstance(node, yaml.MappingNode) or not node.value:
+        raise RuntimeProfileError(f"{path}:{_mark(node)}: key '{full}': expected a mapping of GPU counts to sizes, "
+                                  f"e.g. {{4: 512 KiB, 8: 256 KiB}}")
+    out = []
+    for k, v in node.value:
+        if not (isinstance(k, yaml.ScalarNode) and re.fullmatch(r"\d+", k.value)) or int(k.value) < 2:
+            raise RuntimeProfileError(f"{path}:{_mark(k)}: key '{full}': '{getattr(k, 'value', '')}' is not a GPU "
+                                      f"count (a whole number, at least 2)")
+        n = int(k.value)
+        if out and n <= out[-1][0]:
+            raise RuntimeProfileError(f"{path}:{_mark(k)}: key '{full}': {n} after {out[-1][0]}: counts must increase")
+        try:
+            if not isinstance(v, yaml.ScalarNode):
+                raise ValueError("expected a size such as '256 KiB'")
+            out.append((n, parse_bytes(v.value)))
+        except ValueError as e:
+            raise RuntimeProfileError(f"{path}:{_mark(v)}: key '{full}.{n}': {e}") from None
+    return out
+
+
 def _close(word, words):
     import difflib
     m = difflib.get_close_matches(word, list(words), n=1)
@@ -146,11 +198,19 @@ def _read(path, node, schema, prefix):
         if isinstance(kind, dict):
             out[key] = _read(path, v, kind, full)
             continue
-        if not isinstance(v, yaml.ScalarNode) and kind != "sizes":
+        if kind == "bytes_by_gpus":
+            out[key] = _bytes_by_gpus(path, v, full)
+            continue
+        if not isinstance(v, yaml.ScalarNode) and kind not in ("sizes", "counts"):
             raise RuntimeProfileError(f"{where}: expected a single value")
         if kind == "time":
             try:
                 out[key] = parse_time(v.value)
+            except ValueError as e:
+                raise RuntimeProfileError(f"{where}: {e}") from None
+        elif kind == "bytes":
+            try:
+                out[key] = parse_bytes(v.value)
             except ValueError as e:
                 raise RuntimeProfileError(f"{where}: {e}") from None
         elif kind == "format":
@@ -171,14 +231,15 @@ def _read(path, node, schema, prefix):
                 raise RuntimeProfileError(f"{where}: '{v.value}' is not one of {', '.join(choices)}"
                                           f"{_close(v.value, choices)}")
             out[key] = v.value
-        elif kind == "sizes":
+        elif kind in ("sizes", "counts"):
+            noun = "batch size" if kind == "sizes" else "GPU count"
             if not isinstance(v, yaml.SequenceNode):
-                raise RuntimeProfileError(f"{where}: expected a list of batch sizes, e.g. [1, 2, 4, 8] ([] for none)")
+                raise RuntimeProfileError(f"{where}: expected a list of {noun}s, e.g. [1, 2, 4, 8] ([] for none)")
             sizes = []
             for item in v.value:
                 if not (isinstance(item, yaml.ScalarNode) and re.fullmatch(r"\d+", item.value)) or int(item.value) < 1:
                     raise RuntimeProfileError(f"{path}:{_mark(item)}: key '{full}': '{getattr(item, 'value', '')}' "
-                                              f"is not a batch size (a whole number, at least 1)")
+                                              f"is not a {noun} (a whole number, at least 1)")
                 n = int(item.value)
                 if sizes and n <= sizes[-1]:
                     raise RuntimeProfileError(f"{path}:{_mark(item)}: key '{full}': {n} after {sizes[-1]}: sizes "
@@ -226,6 +287,7 @@ class Runtime:
         self.arrival_s = values["request"]["arrival"]
         self.per_prompt_token_s = values["request"].get("per_prompt_token", 0.0)
         self.first_token_s = values["request"]["first_token"]
+        self.all_reduce = values.get("all_reduce", {"kernel": "nccl"})
 
     def shown_path(self):
         """The profile's path as reports show it: configs/runtimes/NAME.yaml for a shipped one
@@ -259,6 +321,15 @@ class Runtime:
         """From a request's arrival to the scheduler seeing it."""
         return self.arrival_s + self.per_prompt_token_s * prompt_tokens
 
+    def all_reduce_algorithm(self, gpus, nbytes):
+        """The trace's `algorithm` for a tensor-parallel all-reduce of `nbytes` over `gpus` GPUs:
+        one_shot or two_shot where the runtime's own kernel takes it, else None (NCCL's `auto`)."""
+        ar = self.all_reduce
+        if ar["kernel"] != "custom" or gpus not in ar["gpus"] or nbytes >= ar["takes_below"]:
+            return None
+        below = next((b for n, b in ar["one_shot_below"] if n >= gpus), 0)
+        return "one_shot" if nbytes < below else "two_shot"
+
     def engine_sets(self, phase, batch=1):
         """The config overrides (--set) under which a step of this phase runs its kernels:
         eager issue where the runtime runs that step without a graph."""
@@ -275,14 +346,30 @@ class Runtime:
         rt.version = self.version + ", offline"
         return rt
 
+    def all_reduce_summary(self):
+        """The all_reduce section as text, the same for the same values (step-cache keys use it)."""
+        ar = self.all_reduce
+        if ar["kernel"] != "custom":
+            return "nccl"
+        below = ",".join(f"{n}:{_size_text(b)}" for n, b in ar["one_shot_below"])
+        return (f"custom gpus {','.join(map(str, ar['gpus']))} below {_size_text(ar['takes_below'])}, one-shot below "
+                f"{below}{' eager-copy' if ar.get('eager_copy') else ''}")
+
     def summary(self):
         return {"name": self.name, "version": self.version, "path": self.shown_path(), "fixed_s": self.fixed_s,
                 "per_sequence_s": self.per_sequence_s, "per_prefill_token_s": self.per_prefill_token_s,
                 "overlapped_fixed_s": self.beside_fixed_s, "overlapped_per_sequence_s": self.beside_per_sequence_s,
                 "decode_graphs": self.decode_graphs,
                 "prefill": "eager" if self.prefill_eager else "graph", "eager_issue_s": self.eager_issue_s,
-                "sampling": self.sampling, "arrival_s": self.arrival_s, "per_prompt_token_s": self.per_prompt_token_s,
+                "sampling": self.sampling, "all_reduce": self.all_reduce_summary(), "arrival_s": self.arrival_s, "per_prompt_token_s": self.per_prompt_token_s,
                 "first_token_s": self.first_token_s}
+
+
+def _size_text(b):
+    for unit, f in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if b % f == 0:
+            return f"{b // f} {unit}"
+    return f"{b} B"
 
 
 def load(name_or_path):
@@ -303,7 +390,26 @@ def load(name_or_path):
         raise RuntimeProfileError(f"{where}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
     if node is None:
         raise RuntimeProfileError(f"{path}: empty; a runtime profile starts with 'xpusim_runtime: {FORMAT}'")
-    return Runtime(path, _read(path, node, SCHEMA, ""))
+    values = _read(path, node, SCHEMA, "")
+    _check_all_reduce(path, node, values)
+    return Runtime(path, values)
+
+
+def _check_all_reduce(path, node, values):
+    """kernel: custom needs its thresholds; kernel: nccl takes none."""
+    ar = values.get("all_reduce")
+    if not ar:
+        return
+    section = next(v for k, v in node.value if k.value == "all_reduce")
+    if ar["kernel"] == "custom":
+        for key in ("gpus", "takes_below", "one_shot_below"):
+            if key not in ar:
+                raise RuntimeProfileError(f"{path}:{_mark(section)}: key 'all_reduce.{key}': missing (required with "
+                                          f"kernel: custom)")
+        return
+    for k, v in section.value:
+        if k.value != "kernel":
+            raise RuntimeProfileError(f"{path}:{_mark(k)}: key 'all_reduce.{k.value}': applies to kernel: custom only")
 
 
 def describe():

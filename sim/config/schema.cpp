@@ -79,6 +79,10 @@ void add_system_sections(Schema& s, Locate gpu) {
                "At most this many slices per chunk (bigger slices beyond): bounds the events of huge collectives (default: a simulation-cost bound; 8 GiB over 72 GPUs books ~1.2 M transfers)")
       .quantity("launch", &CollectiveParams::launch_s, Dim::Time, def("3 us"), between(0, 1),
                 "Fixed cost of a collective: kernel launch and the handshake with its peers (default: an assumption)")
+      .quantity("p2p_launch", &CollectiveParams::p2p_launch_s, Dim::Time, def("0.8 us"), between(0, 1),
+                "Fixed cost of a serving runtime's own all-reduce kernel (algorithm one_shot or two_shot), whose "
+                "barriers are simulated: a plain kernel's start and end (default: the H100's kernels.kernel_start + "
+                "kernel_end, 0.5 + 0.3 us, calibrated on this project's measured kernel anatomy)")
       .integer("channels", &CollectiveParams::channels, def("24"), between(1, 64),
                "Channels NCCL runs side by side over the same GPUs (one CTA each, each a ring or tree carrying its "
                "share of the data in steps of its protocol's slice), so a chunk smaller than channels x slice moves "

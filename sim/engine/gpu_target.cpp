@@ -44,6 +44,8 @@ CollectiveAlgo collective_algo(const std::string& a) {
   if (a == "tree") return CollectiveAlgo::tree;
   if (a == "nvls") return CollectiveAlgo::nvls;
   if (a == "direct") return CollectiveAlgo::direct;
+  if (a == "one_shot") return CollectiveAlgo::one_shot;
+  if (a == "two_shot") return CollectiveAlgo::two_shot;
   return CollectiveAlgo::automatic;
 }
 

@@ -287,7 +287,7 @@ class Parser {
         }
         if (!(o.bytes >= 0 && o.bytes <= kMaxCollectiveBytes)) fail(cx.at(b), path + ".bytes", "must be between 0 and 1024 TiB");
         if (const YAML::Node a = n["algorithm"])
-          o.algorithm = get_choice(cx, a, path + ".algorithm", {"auto", "ring", "tree", "nvls", "direct"});
+          o.algorithm = get_choice(cx, a, path + ".algorithm", {"auto", "ring", "tree", "nvls", "direct", "one_shot", "two_shot"});
         if (const YAML::Node pr = n["protocol"])
           o.protocol = get_choice(cx, pr, path + ".protocol", {"auto", "ll", "ll128", "simple"});
         if (const YAML::Node mi = n["mirrors"]) o.mirrors = static_cast<int>(get_int(cx, mi, path + ".mirrors", 0, 1 << 20));

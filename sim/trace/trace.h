@@ -88,7 +88,8 @@ struct Op {
   // as a delay, reported as host time rather than kernel time.
   double duration_s = 0;
   // Collectives: nccl-tests' size (collective.h: CollectiveJob::bytes), the algorithm (auto,
-  // ring, tree, nvls, direct) and NCCL's protocol (auto, ll, ll128, simple).
+  // ring, tree, nvls, direct; one_shot and two_shot, a serving runtime's own all-reduce) and
+  // NCCL's protocol (auto, ll, ll128, simple).
   double bytes = 0;
   // `mirrors` (collectives): this many more identical collectives run on other GPUs at the same
   // time (data-parallel replicas under representative detail); they are not simulated, and the

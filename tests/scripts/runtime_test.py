@@ -44,6 +44,15 @@ request:
 """
 
 
+CUSTOM_AR = """all_reduce:
+  kernel: custom
+  gpus: [2, 4, 8]
+  takes_below: 8 MiB
+  one_shot_below: {4: 512 KiB, 8: 256 KiB}
+  eager_copy: true
+"""
+
+
 def profile(text=GOOD):
     f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
     f.write(text)
@@ -113,6 +122,17 @@ class Profiles(unittest.TestCase):
         self.assertEqual((off.arrival_s, off.first_token_s), (0.0, 0.0))
         self.assertEqual(rt.arrival_s, 2e-3)
 
+    def test_the_all_reduce_kernel_by_size_and_gpus(self):
+        rt = runtime.load(profile(GOOD + CUSTOM_AR))
+        cases = [(8, 128 * 1024, "one_shot"), (8, 256 * 1024, "two_shot"), (4, 300 * 1024, "one_shot"),
+                 (2, 511 * 1024, "one_shot"), (2, 1 << 20, "two_shot"), (8, (8 << 20) - 16, "two_shot"),
+                 (8, 8 << 20, None), (6, 1024, None)]
+        for gpus, nbytes, want in cases:
+            self.assertEqual(rt.all_reduce_algorithm(gpus, nbytes), want, f"{gpus} GPUs, {nbytes} B")
+        self.assertIsNone(runtime.load(profile()).all_reduce_algorithm(8, 1024))  # NCCL's by default
+        self.assertEqual(runtime.load(profile()).all_reduce_summary(), "nccl")
+        self.assertEqual(rt.all_reduce_summary(), "custom gpus 2,4,8 below 8 MiB, one-shot below 4:512 KiB,8:256 KiB eager-copy")
+
     def test_bad_profiles_name_file_line_and_key(self):
         cases = [
             (GOOD.replace("  fixed: 500 us", "  fixd: 500 us"), r":5:3: key 'step.fixd': unknown key \(did you mean 'fixed'\?\)"),
@@ -130,6 +150,14 @@ class Profiles(unittest.TestCase):
             ("xpusim_runtime: 1\nname: [unclosed\n", r":\d+:\d+: not valid YAML"),
             ("", r"empty"),
             ("? [a, b]\n: 1\n", r":1:3: key under '\(top\)': a key must be a name"),
+            (GOOD + CUSTOM_AR.replace("  gpus: [2, 4, 8]\n", ""), r":18:3: key 'all_reduce.gpus': missing \(required with kernel: custom\)"),
+            (GOOD + "all_reduce:\n  kernel: nccl\n  takes_below: 8 MiB\n", r":19:3: key 'all_reduce.takes_below': applies to kernel: custom only"),
+            (GOOD + CUSTOM_AR.replace("8 MiB", "8 MB"), r":20:16: key 'all_reduce.takes_below': '8 MB' is not a size with a unit"),
+            (GOOD + CUSTOM_AR.replace("8 MiB", "0.5 B"), r"key 'all_reduce.takes_below': '0.5 B' is not a whole number of bytes"),
+            (GOOD + CUSTOM_AR.replace("{4: 512 KiB, 8: 256 KiB}", "{8: 256 KiB, 4: 512 KiB}"), r":21:32: key 'all_reduce.one_shot_below': 4 after 8"),
+            (GOOD + CUSTOM_AR.replace("{4: 512 KiB", "{1: 512 KiB"), r":21:20: key 'all_reduce.one_shot_below': '1' is not a GPU count"),
+            (GOOD + CUSTOM_AR.replace("[2, 4, 8]", "[0, 4]"), r":19:10: key 'all_reduce.gpus': '0' is not a GPU count"),
+            (GOOD + CUSTOM_AR.replace("kernel: custom", "kernel: nvls"), r":18:11: key 'all_reduce.kernel': 'nvls' is not one of nccl, custom"),
         ]
         for text, want in cases:
             with self.subTest(want=want):
@@ -221,7 +249,6 @@ class GeneratedStep(unittest.TestCase):
                                delta=1e-12)
 
     def test_a_decode_batch_pads_to_its_graph(self):
-        tmp = tempfile.mkdtemp()
         rt_path = profile()
         p = subprocess.run([sys.executable, GEN, "configs/models/llama-3-8b.yaml", "--layers", "1", "--phase", "decode",
                             "--batch", "5", "--runtime", rt_path], cwd=ROOT, capture_output=True, text=True)
@@ -242,9 +269,38 @@ class GeneratedStep(unittest.TestCase):
         self.assertEqual(t["eager_issue"], "8 us")
         self.assertEqual(next(o for o in t["ops"][1]["ops"] if o["name"] == "qkv")["m"], 17)
 
+    def test_the_runtime_picks_its_all_reduce_kernel(self):
+        import yaml
+        rt_path = profile(GOOD + CUSTOM_AR)
+
+        def reduces(*extra):
+            p = subprocess.run([sys.executable, GEN, "configs/models/llama-3-8b.yaml", "--layers", "1", "--tp", "8",
+                                *extra], cwd=ROOT, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            layer = next(o for o in yaml.safe_load(p.stdout)["ops"] if "repeat" in o)["ops"]
+            return [(o["name"], o.get("algorithm")) for o in layer if o["name"].endswith(("allreduce", "allreduce_copy"))]
+        # A decode of 8 rows of 4096 bf16 (64 KiB) from a graph: one-shot, no copy.
+        self.assertEqual(reduces("--phase", "decode", "--batch", "8", "--runtime", rt_path),
+                         [("o_proj_allreduce", "one_shot"), ("ffn_allreduce", "one_shot")])
+        # A prefill of 64 tokens (512 KiB) runs eagerly: two-shot, after a copy into its buffer.
+        self.assertEqual(reduces("--phase", "prefill", "--prompt", "64", "--runtime", rt_path),
+                         [("o_proj_allreduce_copy", None), ("o_proj_allreduce", "two_shot"),
+                          ("ffn_allreduce_copy", None), ("ffn_allreduce", "two_shot")])
+        # From takes_below (1024 tokens of 4096 bf16: 8 MiB) NCCL's; --all-reduce nccl overrides the runtime's;
+        # --all-reduce alone takes a profile's kernel without its host work.
+        self.assertEqual(reduces("--phase", "prefill", "--prompt", "1024", "--runtime", rt_path),
+                         [("o_proj_allreduce", None), ("ffn_allreduce", None)])
+        self.assertEqual(reduces("--phase", "decode", "--batch", "8", "--runtime", rt_path, "--all-reduce", "nccl"),
+                         [("o_proj_allreduce", None), ("ffn_allreduce", None)])
+        self.assertEqual(reduces("--phase", "decode", "--batch", "8", "--all-reduce", rt_path),
+                         [("o_proj_allreduce", "one_shot"), ("ffn_allreduce", "one_shot")])
+        p = subprocess.run([sys.executable, GEN, "configs/models/llama-3-8b.yaml", "--phase", "train", "--tp", "2",
+                            "--all-reduce", rt_path], cwd=ROOT, capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--all-reduce applies to a decoder's --phase prefill or decode", p.stderr)
+
     def test_eager_issue_reaches_the_engine(self):
         tmp = tempfile.mkdtemp()
-        rt_path = profile()
         # A short prefill of many small kernels: issued 8 us apart, the step cannot be faster
         # than its kernels' count x 8 us, and it is slower than from a graph.
         slow = profile(GOOD.replace("eager_issue: 8 us", "eager_issue: 200 us"))

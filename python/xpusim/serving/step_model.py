@@ -108,6 +108,8 @@ class StepModel:
         where = f" past{past}" if past else ""
         rt = f" sampler-{a.sampler}" if a.sampler else ""
         rt += "".join(f" {s}" for s in self.runtime_sets(phase, batch))
+        if a.rt and a.tp > 1:
+            rt += f" all-reduce {a.rt.all_reduce_summary()}"
         return (f"{self.fingerprint} {phase} b{batch} n{length}{where} tp{a.tp} w{a.weights} m{a.math or a.weights} "
                 f"kv{a.kv} page{a.kv_page} {os.path.basename(a.model)} {os.path.basename(a.config)} {' '.join(a.set)}{rt}")
 
@@ -328,6 +330,8 @@ class StepModel:
             argv += ["--kv-page", str(a.kv_page)]
         if a.sampler and not alone:
             argv += ["--sampler", a.sampler]
+        if a.rt:
+            argv += ["--all-reduce", a.rt.path]
         t = engine.generate(argv)
         if alone:
             t["ops"] = [o for block in t["ops"] for o in block.get("ops", [block]) if o.get("kind") == "attention"]

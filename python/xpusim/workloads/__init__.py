@@ -133,6 +133,10 @@ def parser():
                          "work as a `host` op, the decode batch padded to its captured CUDA-graph size, its sampler's "
                          "kernels, and eager issue where it runs the step without a graph (prefill and decode, "
                          "without --pp)")
+    ap.add_argument("--all-reduce", default=None, metavar="KERNEL",
+                    help="the kernel of tensor parallelism's all-reduces: nccl (NCCL's, the engine's auto), or a "
+                         "runtime's profile (vllm, trtllm, sglang, or a path) whose all_reduce section picks its own "
+                         "one-shot or two-shot kernel by size and GPU count (default: --runtime's, else nccl)")
     ap.add_argument("--sampler", choices=RUNTIME.SAMPLERS, default=None,
                     help="add the sampler's kernels after the LM head (" + RUNTIME.SAMPLER_HELP + "); with --tp "
                          "the logits are all-gathered first (default: --runtime's, else none)")
@@ -234,6 +238,16 @@ def _build(a):
             if padded and padded != a.batch:
                 a.rows = padded
         a.sampler = a.sampler or a.rt.sampling
+    a.ar = None  # the Runtime whose all_reduce section picks the all-reduces' kernel
+    if a.all_reduce not in (None, "nccl"):
+        if not serving_step:
+            fail("--all-reduce applies to a decoder's --phase prefill or decode, without --pp")
+        try:
+            a.ar = RUNTIME.load(a.all_reduce)
+        except RUNTIME.RuntimeProfileError as e:
+            fail(f"--all-reduce: {e}")
+    elif a.all_reduce is None:
+        a.ar = a.rt
     if a.sampler and not serving_step:
         fail("--sampler applies to a decoder's --phase prefill or decode, without --pp")
     if c.get("family") == "resnet":

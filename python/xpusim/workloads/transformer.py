@@ -28,8 +28,28 @@ def weight_gemm(a, name, m, n, k, batch=1, sparse=True):
     return op
 
 
-def all_reduce(name, nbytes, devices):
-    return {"name": name, "kind": "all_reduce", "bytes": int(nbytes), "devices": devices}
+def all_reduce(a, name, T, D, dtype, devices):
+    """A tensor-parallel all-reduce of a [T, D] activation: NCCL's (the engine's `auto`), or the
+    runtime's own kernel where its profile's all_reduce section takes it (--all-reduce), after a
+    copy into its registered buffer where it runs outside a CUDA graph and the profile says so."""
+    nbytes = T * D * act_bytes(dtype)
+    op = {"name": name, "kind": "all_reduce", "bytes": int(nbytes), "devices": devices}
+    ar = getattr(a, "ar", None)
+    algo = ar.all_reduce_algorithm(a.tp, nbytes) if ar else None
+    if not algo:
+        return [op]
+    op["algorithm"] = algo
+    if ar.all_reduce.get("eager_copy") and ar_eager(a):
+        return [{"name": name + "_copy", "kind": "elementwise", "shape": [T, D], "dtype": dtype, "flops_per_element": 0,
+                 "devices": devices}, op]
+    return [op]
+
+
+def ar_eager(a):
+    """Whether the all-reduce kernel's runtime runs this step outside a CUDA graph."""
+    if a.phase == "decode":
+        return a.ar.graph_batch(a.batch) is None
+    return a.ar.prefill_eager
 
 
 def norm_ops(c, a, name, T, D, residual):
@@ -128,7 +148,7 @@ def layer_ops(c, a, devices=None):
                 gemm("pv", seq_q, d, seq_kv, kv, batch=B * H)]
     ops.append(weight_gemm(a, "o_proj", T, D, H * d))
     if tp > 1:
-        ops.append(all_reduce("o_proj_allreduce", T * D * act_bytes(act), devices))
+        ops += all_reduce(a, "o_proj_allreduce", T, D, act, devices)
     if unfused:
         ops.append({"name": "residual1", "kind": "elementwise", "shape": [T, D], "inputs": 2, "dtype": act})
     ops += norm_ops(c, a, "norm2", T, D, residual=not unfused)
@@ -159,7 +179,7 @@ def layer_ops(c, a, devices=None):
                 weight_gemm(a, "expert_up", per, up_n, D, batch=active), *act_op,
                 weight_gemm(a, "expert_down", per, D, F, batch=active)]
     if tp > 1:
-        ops.append(all_reduce("ffn_allreduce", T * D * act_bytes(act), devices))
+        ops += all_reduce(a, "ffn_allreduce", T, D, act, devices)
     if unfused:
         ops.append({"name": "residual2", "kind": "elementwise", "shape": [T, D], "inputs": 2, "dtype": act})
     if devices is not None:

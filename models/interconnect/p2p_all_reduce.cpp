@@ -1,0 +1,75 @@
+#include "models/interconnect/p2p_all_reduce.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace xpusim {
+namespace {
+
+// The longest one-way latency between two of the GPUs: what a barrier's last flag takes.
+double barrier_s(const Topology& t, const std::vector<int>& gpus) {
+  double lat = 0;
+  for (int g : gpus)
+    for (int h : gpus) lat = std::max(lat, t.latency(g, h));
+  return lat;
+}
+
+// Every GPU loads `bytes` from every peer, each load issued at `ready[i]` (GPU i's own time),
+// in rounds (round r: GPU i reads from i + r), so that each port serves one peer per round.
+// Returns, per GPU, when its last load's data has landed.
+std::vector<double> load_from_peers(Fabric& f, const CollectiveJob& job, double now, const std::vector<double>& ready,
+                                    double bytes, CollectiveRun& run) {
+  const size_t n = job.gpus.size();
+  std::vector<double> done(ready);
+  for (size_t r = 1; r < n; ++r)
+    for (size_t i = 0; i < n; ++i) {
+      const int reader = job.gpus[i], peer = job.gpus[(i + r) % n];
+      // The request crosses to the peer; its data comes back over the peer's outgoing ports.
+      const double asked = ready[i] + f.topo().latency(reader, peer);
+      done[i] = std::max(done[i], f.send(now, asked, peer, reader, bytes, run.traffic));
+      run.transfers += 1;
+    }
+  return done;
+}
+
+}  // namespace
+
+double run_one_shot(Fabric& f, const CollectiveJob& job, double now, double start, CollectiveRun& run) {
+  const size_t n = job.gpus.size();
+  const double barrier = barrier_s(f.topo(), job.gpus);
+  run.steps = 3;  // the barrier's flag, the loads, the closing barrier's flag
+  run.slices = 1;
+  run.slice_bytes = job.bytes;
+  const std::vector<double> loaded = load_from_peers(f, job, now, std::vector<double>(n, start + barrier), job.bytes, run);
+  // The closing barrier: no GPU leaves (and reuses its buffer) before every peer has loaded it.
+  return *std::max_element(loaded.begin(), loaded.end()) + barrier;
+}
+
+double run_two_shot(Fabric& f, const CollectiveJob& job, double now, double start, CollectiveRun& run) {
+  const size_t n = job.gpus.size();
+  const double barrier = barrier_s(f.topo(), job.gpus);
+  const double part = job.bytes / static_cast<double>(n);
+  run.steps = 4;  // barrier, reduce-scatter loads, barrier, all-gather loads
+  run.slices = 1;
+  run.slice_bytes = part;
+  // Reduce-scatter: each GPU loads its part from every peer and reduces it.
+  const std::vector<double> reduced = load_from_peers(f, job, now, std::vector<double>(n, start + barrier), part, run);
+  // A GPU may load a peer's reduced part once every GPU has flagged its own as written.
+  const double all = *std::max_element(reduced.begin(), reduced.end()) + barrier;
+  const std::vector<double> gathered = load_from_peers(f, job, now, std::vector<double>(n, all), part, run);
+  return *std::max_element(gathered.begin(), gathered.end());
+}
+
+double p2p_estimate_s(const Topology& t, const CollectiveJob& job, CollectiveAlgo algo) {
+  const int n = static_cast<int>(job.gpus.size());
+  if (n < 2 || job.bytes <= 0) return 0;
+  double rate = std::numeric_limits<double>::infinity();
+  for (int g : job.gpus) rate = std::min(rate, t.nvlink_rate(g));
+  const double lat = barrier_s(t, job.gpus);
+  // Per round: a barrier's flag, a load's request and its data's latency; one-shot's closing
+  // barrier one more.
+  if (algo == CollectiveAlgo::one_shot) return 4 * lat + (n - 1) * job.bytes / rate;
+  return 6 * lat + 2.0 * (n - 1) / n * job.bytes / rate;
+}
+
+}  // namespace xpusim
