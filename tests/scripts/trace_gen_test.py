@@ -92,6 +92,11 @@ class TraceGen(unittest.TestCase):
             self.assertAlmostEqual(m["weights"], (L * layer + 2 * V * D) * size / tp, delta=0.05 * mib)
             kv_heads = max(1, c["kv_heads"] // tp)  # 8 KV heads: one a GPU at TP=8
             self.assertAlmostEqual(m["kv_cache"], 4 * 1000 * 2 * L * kv_heads * d * size, delta=0.05 * mib)
+        # With fewer KV heads than GPUs (8 at TP=16) each GPU keeps one, so its K and V projections
+        # are a sixteenth of the layer's plus the replicated half head's: 2 x D x d x (1 - 8/16) more.
+        m = memory("--phase", "decode", "--batch", "4", "--context", "1000", "--tp", "16")
+        self.assertAlmostEqual(m["weights"], (L * (layer / 16 + 2 * D * d * (1 - 8 / 16)) + 2 * V * D / 16) * 2,
+                               delta=0.05 * mib)
         # A prefill caches its prompt and what was cached before it; a pipeline's largest stage holds
         # ceil(3/2) = 2 layers and one end (embedding or LM head); 2:4 keeps half the layers' values
         # and a 2-bit position for each.

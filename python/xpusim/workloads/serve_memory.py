@@ -37,14 +37,23 @@ def stage_layers(layers, pp):
     return -(-layers // pp)
 
 
+def layer_params_per_gpu(c, tp):
+    """Parameters of one layer's weights on one GPU of a TP group of tp: a tp-th of each, but the
+    K and V projections of a GPU's KV heads, which are replicated where there are fewer KV heads
+    than GPUs (each GPU keeps one, as the generator's attention and the cache do)."""
+    h = c["heads"]
+    kv, hd = c.get("kv_heads", h), c.get("head_dim", c["hidden"] // h)
+    return layer_params(c) / tp + 2 * c["hidden"] * hd * (max(1, kv // tp) - kv / tp)
+
+
 def weights_per_gpu(c, layers, weights, tp, pp, sparsity=None):
     """Bytes of weights on the GPU holding the most: its TP share of the largest pipeline stage's
-    layers, and of the embedding (first stage) or the LM head (last stage), or of both without a
-    pipeline (an encoder has no LM head)."""
+    layers (layer_params_per_gpu), and of the embedding (first stage) or the LM head (last stage),
+    or of both without a pipeline (an encoder has no LM head)."""
     ends = 1 if pp > 1 or c.get("encoder") else 2
     fb = format_bytes(weights)
     dense = 1 if sparsity != "2:4" else (fb / 2 + SPARSE_INDEX_BITS / 8 / 2) / fb  # the layers' share kept
-    return (stage_layers(layers, pp) * layer_params(c) * dense + ends * c["vocab"] * c["hidden"]) * fb / tp
+    return (stage_layers(layers, pp) * layer_params_per_gpu(c, tp) * dense + ends * c["vocab"] * c["hidden"] / tp) * fb
 
 
 def kv_bytes_per_token(c, layers, kv, tp, pp):
