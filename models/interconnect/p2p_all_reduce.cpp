@@ -37,7 +37,7 @@ std::vector<double> load_from_peers(Fabric& f, const CollectiveJob& job, double 
 double run_one_shot(Fabric& f, const CollectiveJob& job, double now, double start, CollectiveRun& run) {
   const size_t n = job.gpus.size();
   const double barrier = barrier_s(f.topo(), job.gpus);
-  run.steps = 3;  // the barrier's flag, the loads, the closing barrier's flag
+  run.steps = 4;  // the barrier's flag, a load's request and its data, the closing barrier's flag
   run.slices = 1;
   run.slice_bytes = job.bytes;
   const std::vector<double> loaded = load_from_peers(f, job, now, std::vector<double>(n, start + barrier), job.bytes, run);
@@ -49,7 +49,7 @@ double run_two_shot(Fabric& f, const CollectiveJob& job, double now, double star
   const size_t n = job.gpus.size();
   const double barrier = barrier_s(f.topo(), job.gpus);
   const double part = job.bytes / static_cast<double>(n);
-  run.steps = 4;  // barrier, reduce-scatter loads, barrier, all-gather loads
+  run.steps = 6;  // a barrier, loads (request, data), a barrier, loads (request, data)
   run.slices = 1;
   run.slice_bytes = part;
   // Reduce-scatter: each GPU loads its part from every peer and reduces it.

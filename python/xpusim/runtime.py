@@ -242,8 +242,8 @@ def _read(path, node, schema, prefix):
                                               f"is not a {noun} (a whole number, at least 1)")
                 n = int(item.value)
                 if sizes and n <= sizes[-1]:
-                    raise RuntimeProfileError(f"{path}:{_mark(item)}: key '{full}': {n} after {sizes[-1]}: sizes "
-                                              f"must increase")
+                    raise RuntimeProfileError(f"{path}:{_mark(item)}: key '{full}': {n} after {sizes[-1]}: "
+                                              f"{'sizes' if kind == 'sizes' else 'counts'} must increase")
                 sizes.append(n)
             out[key] = sizes
     for key, (kind, required, _) in schema.items():

@@ -79,10 +79,10 @@ void add_system_sections(Schema& s, Locate gpu) {
                "At most this many slices per chunk (bigger slices beyond): bounds the events of huge collectives (default: a simulation-cost bound; 8 GiB over 72 GPUs books ~1.2 M transfers)")
       .quantity("launch", &CollectiveParams::launch_s, Dim::Time, def("3 us"), between(0, 1),
                 "Fixed cost of a collective: kernel launch and the handshake with its peers (default: an assumption)")
-      .quantity("p2p_launch", &CollectiveParams::p2p_launch_s, Dim::Time, def("0.8 us"), between(0, 1),
+      .quantity("p2p_launch", &CollectiveParams::p2p_launch_s, Dim::Time, def("0 s"), between(0, 1),
                 "Fixed cost of a serving runtime's own all-reduce kernel (algorithm one_shot or two_shot), whose "
-                "barriers are simulated: a plain kernel's start and end (default: the H100's kernels.kernel_start + "
-                "kernel_end, 0.5 + 0.3 us, calibrated on this project's measured kernel anatomy)")
+                "barriers are simulated: a plain kernel's start and end, as kernels.kernel_start + kernel_end "
+                "(default 0, as theirs; configs/h100-sxm.yaml sets the H100's)")
       .integer("channels", &CollectiveParams::channels, def("24"), between(1, 64),
                "Channels NCCL runs side by side over the same GPUs (one CTA each, each a ring or tree carrying its "
                "share of the data in steps of its protocol's slice), so a chunk smaller than channels x slice moves "
@@ -98,7 +98,8 @@ void add_system_sections(Schema& s, Locate gpu) {
               "NCCL protocol of ring, tree and direct collectives: auto (the least estimated time: latency + size / "
               "bandwidth per protocol, as NCCL's tuner weighs them: LL at a quarter of Simple's bandwidth on a ring "
               "all-reduce or across nodes, a third on other rings, 1/3.8 on a tree, src/graph/tuning.cc), ll, ll128 or "
-              "simple; a trace op's `protocol` overrides it; nvls always runs simple")
+              "simple; a trace op's `protocol` overrides it; nvls, one_shot and two_shot always run simple (the last two, "
+              "a runtime's own kernels, have no NCCL protocol)")
       .number("ll.efficiency", nested(&CollectiveParams::ll, &ProtocolParams::efficiency), def("0.5"), between(0.01, 1),
               "LL: data share of the bytes on the links (default: each 8-byte store carries 4 bytes of data and a "
               "4-byte flag, NCCL src/device/prims_ll.h)")

@@ -130,6 +130,13 @@ class Profiles(unittest.TestCase):
         for gpus, nbytes, want in cases:
             self.assertEqual(rt.all_reduce_algorithm(gpus, nbytes), want, f"{gpus} GPUs, {nbytes} B")
         self.assertIsNone(runtime.load(profile()).all_reduce_algorithm(8, 1024))  # NCCL's by default
+        # The shipped vLLM profile as its source reads: one stage on 2 GPUs at any size it takes,
+        # 6 GPUs under the 8-GPU threshold, NCCL's from 8 MiB.
+        vllm = runtime.load("vllm")
+        for gpus, nbytes, want in [(2, 4 << 20, "one_shot"), (4, 511 << 10, "one_shot"), (4, 512 << 10, "two_shot"),
+                                   (6, 200 << 10, "one_shot"), (6, 300 << 10, "two_shot"), (8, 255 << 10, "one_shot"),
+                                   (4, 8 << 20, None), (3, 1024, None)]:
+            self.assertEqual(vllm.all_reduce_algorithm(gpus, nbytes), want, f"vllm: {gpus} GPUs, {nbytes} B")
         self.assertEqual(runtime.load(profile()).all_reduce_summary(), "nccl")
         self.assertEqual(rt.all_reduce_summary(), "custom gpus 2,4,8 below 8 MiB, one-shot below 4:512 KiB,8:256 KiB eager-copy")
 
@@ -294,6 +301,10 @@ class GeneratedStep(unittest.TestCase):
                          [("o_proj_allreduce", None), ("ffn_allreduce", None)])
         self.assertEqual(reduces("--phase", "decode", "--batch", "8", "--all-reduce", rt_path),
                          [("o_proj_allreduce", "one_shot"), ("ffn_allreduce", "one_shot")])
+        # A decode step run eagerly (xpusim serve's mixed steps say --launch eager): the copy first.
+        self.assertEqual(reduces("--phase", "decode", "--batch", "8", "--all-reduce", rt_path, "--launch", "eager"),
+                         [("o_proj_allreduce_copy", None), ("o_proj_allreduce", "one_shot"),
+                          ("ffn_allreduce_copy", None), ("ffn_allreduce", "one_shot")])
         p = subprocess.run([sys.executable, GEN, "configs/models/llama-3-8b.yaml", "--phase", "train", "--tp", "2",
                             "--all-reduce", rt_path], cwd=ROOT, capture_output=True, text=True)
         self.assertNotEqual(p.returncode, 0)

@@ -331,7 +331,8 @@ class StepModel:
         if a.sampler and not alone:
             argv += ["--sampler", a.sampler]
         if a.rt:
-            argv += ["--all-reduce", a.rt.path]
+            eager = "kernels.launch=eager" in self.runtime_sets(phase, batch)
+            argv += ["--all-reduce", a.rt.path, "--launch", "eager" if eager else "graph"]
         t = engine.generate(argv)
         if alone:
             t["ops"] = [o for block in t["ops"] for o in block.get("ops", [block]) if o.get("kind") == "attention"]

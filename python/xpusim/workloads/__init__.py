@@ -137,6 +137,10 @@ def parser():
                     help="the kernel of tensor parallelism's all-reduces: nccl (NCCL's, the engine's auto), or a "
                          "runtime's profile (vllm, trtllm, sglang, or a path) whose all_reduce section picks its own "
                          "one-shot or two-shot kernel by size and GPU count (default: --runtime's, else nccl)")
+    ap.add_argument("--launch", choices=["graph", "eager"], default=None,
+                    help="how the step's kernels are launched, for what the --all-reduce kernel needs outside a CUDA "
+                         "graph (a copy into its buffer): default as --runtime (else the --all-reduce profile) runs "
+                         "the phase")
     ap.add_argument("--sampler", choices=RUNTIME.SAMPLERS, default=None,
                     help="add the sampler's kernels after the LM head (" + RUNTIME.SAMPLER_HELP + "); with --tp "
                          "the logits are all-gathered first (default: --runtime's, else none)")
@@ -245,7 +249,7 @@ def _build(a):
         try:
             a.ar = RUNTIME.load(a.all_reduce)
         except RUNTIME.RuntimeProfileError as e:
-            fail(f"--all-reduce: {e}")
+            fail(f"--all-reduce: {e} (or nccl, NCCL's)")
     elif a.all_reduce is None:
         a.ar = a.rt
     if a.sampler and not serving_step:

@@ -46,10 +46,15 @@ def all_reduce(a, name, T, D, dtype, devices):
 
 
 def ar_eager(a):
-    """Whether the all-reduce kernel's runtime runs this step outside a CUDA graph."""
+    """Whether this step runs outside a CUDA graph: --launch where given (xpusim serve says how it
+    runs each step, a mixed step eagerly), else as the runtime that launches it (--runtime, else
+    the --all-reduce profile) runs this phase."""
+    if getattr(a, "launch", None):
+        return a.launch == "eager"
+    rt = a.rt or a.ar
     if a.phase == "decode":
-        return a.ar.graph_batch(a.batch) is None
-    return a.ar.prefill_eager
+        return rt.graph_batch(a.batch) is None
+    return rt.prefill_eager
 
 
 def norm_ops(c, a, name, T, D, residual):
