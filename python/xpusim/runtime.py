@@ -330,11 +330,15 @@ class Runtime:
         below = next((b for n, b in ar["one_shot_below"] if n >= gpus), 0)
         return "one_shot" if nbytes < below else "two_shot"
 
+    def eager(self, phase, batch=1):
+        """Whether the runtime runs a step of this phase (prefill, else decode) of `batch`
+        sequences without a CUDA graph."""
+        return self.prefill_eager if phase == "prefill" else self.graph_batch(batch) is None
+
     def engine_sets(self, phase, batch=1):
         """The config overrides (--set) under which a step of this phase runs its kernels:
         eager issue where the runtime runs that step without a graph."""
-        eager = self.prefill_eager if phase == "prefill" else self.graph_batch(batch) is None
-        if not eager:
+        if not self.eager(phase, batch):
             return ["kernels.launch=graph"]
         return ["kernels.launch=eager", f"kernels.eager_issue={self.eager_issue_s * 1e6:.6g} us"]
 

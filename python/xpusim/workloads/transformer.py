@@ -51,10 +51,7 @@ def ar_eager(a):
     the --all-reduce profile) runs this phase."""
     if getattr(a, "launch", None):
         return a.launch == "eager"
-    rt = a.rt or a.ar
-    if a.phase == "decode":
-        return rt.graph_batch(a.batch) is None
-    return rt.prefill_eager
+    return (a.rt or a.ar).eager(a.phase, a.batch)
 
 
 def norm_ops(c, a, name, T, D, residual):
@@ -211,10 +208,9 @@ def runtime_step(trace, a, group):
     rt = a.rt
     if a.phase == "decode":
         shape = dict(decode=a.batch)
-        eager = rt.graph_batch(a.batch) is None
     else:
         shape = dict(prefill_seqs=a.batch, prefill_tokens=a.batch * a.prompt)
-        eager = rt.prefill_eager
+    eager = rt.eager(a.phase, a.batch)
     host, beside = rt.step_host_s(**shape), rt.step_beside_s(**shape)
     ops = [{"name": "runtime_host", "kind": "host", "duration": f"{host * 1e6:.6g} us"}]
     if beside > 0:
