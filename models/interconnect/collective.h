@@ -35,6 +35,11 @@ struct CollectiveJob {
   // broadcast buffer, the message (send/recv).
   double bytes = 0;
   std::vector<int> gpus;  // participants; broadcast's root and send/recv's sender come first
+  // one_shot and two_shot: the kernel first copies its input into its own shared buffer
+  // (TensorRT-LLM's), taking copy_in_s (its HBM read and write); one-shot then ends without a
+  // closing barrier, since no peer reads the caller's input in place.
+  bool copy_in = false;
+  double copy_in_s = 0;
 };
 
 struct CollectiveRun {

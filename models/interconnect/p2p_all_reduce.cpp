@@ -37,12 +37,17 @@ std::vector<double> load_from_peers(Fabric& f, const CollectiveJob& job, double 
 double run_one_shot(Fabric& f, const CollectiveJob& job, double now, double start, CollectiveRun& run) {
   const size_t n = job.gpus.size();
   const double barrier = barrier_s(f.topo(), job.gpus);
-  run.steps = 4;  // the barrier's flag, a load's request and its data, the closing barrier's flag
+  // The barrier's flag, a load's request and its data; the closing barrier's flag where the peers
+  // read the caller's input in place.
+  run.steps = job.copy_in ? 3 : 4;
   run.slices = 1;
   run.slice_bytes = job.bytes;
-  const std::vector<double> loaded = load_from_peers(f, job, now, std::vector<double>(n, start + barrier), job.bytes, run);
-  // The closing barrier: no GPU leaves (and reuses its buffer) before every peer has loaded it.
-  return *std::max_element(loaded.begin(), loaded.end()) + barrier;
+  const double ready = start + job.copy_in_s + barrier;
+  const std::vector<double> loaded = load_from_peers(f, job, now, std::vector<double>(n, ready), job.bytes, run);
+  const double last = *std::max_element(loaded.begin(), loaded.end());
+  // The closing barrier: no GPU leaves (and reuses its input) before every peer has loaded it. A
+  // kernel that copied its input into its own buffer leaves at once.
+  return job.copy_in ? last : last + barrier;
 }
 
 double run_two_shot(Fabric& f, const CollectiveJob& job, double now, double start, CollectiveRun& run) {
@@ -53,7 +58,8 @@ double run_two_shot(Fabric& f, const CollectiveJob& job, double now, double star
   run.slices = 1;
   run.slice_bytes = part;
   // Reduce-scatter: each GPU loads its part from every peer and reduces it.
-  const std::vector<double> reduced = load_from_peers(f, job, now, std::vector<double>(n, start + barrier), part, run);
+  const std::vector<double> reduced =
+      load_from_peers(f, job, now, std::vector<double>(n, start + job.copy_in_s + barrier), part, run);
   // A GPU may load a peer's reduced part once every GPU has flagged its own as written.
   const double all = *std::max_element(reduced.begin(), reduced.end()) + barrier;
   const std::vector<double> gathered = load_from_peers(f, job, now, std::vector<double>(n, all), part, run);
@@ -68,8 +74,8 @@ double p2p_estimate_s(const Topology& t, const CollectiveJob& job, CollectiveAlg
   const double lat = barrier_s(t, job.gpus);
   // Per round: a barrier's flag, a load's request and its data's latency; one-shot's closing
   // barrier one more.
-  if (algo == CollectiveAlgo::one_shot) return 4 * lat + (n - 1) * job.bytes / rate;
-  return 6 * lat + 2.0 * (n - 1) / n * job.bytes / rate;
+  if (algo == CollectiveAlgo::one_shot) return job.copy_in_s + (job.copy_in ? 3 : 4) * lat + (n - 1) * job.bytes / rate;
+  return job.copy_in_s + 6 * lat + 2.0 * (n - 1) / n * job.bytes / rate;
 }
 
 }  // namespace xpusim

@@ -16,6 +16,11 @@
 //             all-gather): 2 (n-1)/n x size into each GPU, bandwidth-optimal, two rounds
 //             (cross_device_reduce_2stage: start_sync, reduce-scatter, end_sync, all-gather).
 //
+// With copy_in (TensorRT-LLM's kernels, customAllReduceKernels.cu with COPY_INPUT) each GPU's
+// CTAs first copy its input into its own shared buffer (a read and a write of size in its HBM,
+// CollectiveJob::copy_in_s), then barrier; one-shot then has no closing barrier: the peers read
+// that buffer, not the caller's input.
+//
 // Each load crosses the fabric as a request (one way) and its data (one way, booked on the
 // peer's outgoing and the reader's incoming ports, so concurrent loads queue). A barrier costs a
 // flag's one-way latency between the farthest pair. The kernel's start and end are a plain

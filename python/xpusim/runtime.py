@@ -58,9 +58,9 @@ class RuntimeProfileError(ValueError):
 
 # key: (kind, required, description). Kinds: "time" (a duration with its unit, at least 0),
 # "text", "sizes" (captured batch sizes: positive integers, increasing; "counts" the same of GPU
-# counts), "bytes" (a size with its
-# unit), "bytes_by_gpus" (a mapping of GPU counts to sizes), "bool", "choice:a|b", and a dict for
-# a section.
+# counts), "bytes" (a size with its unit: B, kB and MB of 1000, KiB, MiB and GiB of 1024),
+# "bytes_by_gpus" (a mapping of GPU counts to sizes), "bytes_or_by_gpus" (either), "bool",
+# "choice:a|b", and a dict for a section.
 SCHEMA = {
     "xpusim_runtime": ("format", True, "the profile format, 1"),
     "name": ("text", True, "the runtime's name"),
@@ -97,12 +97,17 @@ SCHEMA = {
                                               "(algorithm one_shot or two_shot) where `gpus` and `takes_below` "
                                               "allow, NCCL's otherwise"),
         "gpus": ("counts", False, "with custom: the GPU counts the kernel runs on (others run NCCL's)"),
-        "takes_below": ("bytes", False, "with custom: it takes all-reduces smaller than this (the rest run NCCL's)"),
+        "takes_below": ("bytes_or_by_gpus", False, "with custom: it takes all-reduces smaller than this (the rest "
+                                                   "run NCCL's): a size, or sizes by GPU count as one_shot_below"),
         "one_shot_below": ("bytes_by_gpus", False, "with custom: by GPU count, all-reduces smaller than this run "
                                                    "one-shot, the rest two-shot; a count takes the value of the "
                                                    "first key at or above it (none: two-shot)"),
         "eager_copy": ("bool", False, "with custom: outside a CUDA graph the input is first copied into the "
                                       "kernel's registered buffer (one more kernel)"),
+        "copy_in_kernel": ("bool", False, "with custom: the kernel itself copies its input into its shared buffer "
+                                          "before its first barrier, and its one-shot ends without a closing "
+                                          "barrier (the trace's copy_in: TensorRT-LLM's kernels); not with "
+                                          "eager_copy"),
     }, False, "the all-reduces of tensor parallelism (default: NCCL's)"),
     "request": ({
         "arrival": ("time", True, "from a request's arrival to the scheduler seeing it: the API server's HTTP "
@@ -134,7 +139,7 @@ def parse_time(text):
     return v
 
 
-_BYTES = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+_BYTES = {"B": 1, "kB": 1000, "KiB": 1024, "MB": 1000 ** 2, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
 
 
 def parse_bytes(text):
@@ -198,7 +203,7 @@ def _read(path, node, schema, prefix):
         if isinstance(kind, dict):
             out[key] = _read(path, v, kind, full)
             continue
-        if kind == "bytes_by_gpus":
+        if kind == "bytes_by_gpus" or (kind == "bytes_or_by_gpus" and isinstance(v, yaml.MappingNode)):
             out[key] = _bytes_by_gpus(path, v, full)
             continue
         if not isinstance(v, yaml.ScalarNode) and kind not in ("sizes", "counts"):
@@ -208,7 +213,7 @@ def _read(path, node, schema, prefix):
                 out[key] = parse_time(v.value)
             except ValueError as e:
                 raise RuntimeProfileError(f"{where}: {e}") from None
-        elif kind == "bytes":
+        elif kind in ("bytes", "bytes_or_by_gpus"):
             try:
                 out[key] = parse_bytes(v.value)
             except ValueError as e:
@@ -325,10 +330,13 @@ class Runtime:
         """The trace's `algorithm` for a tensor-parallel all-reduce of `nbytes` over `gpus` GPUs:
         one_shot or two_shot where the runtime's own kernel takes it, else None (NCCL's `auto`)."""
         ar = self.all_reduce
-        if ar["kernel"] != "custom" or gpus not in ar["gpus"] or nbytes >= ar["takes_below"]:
+        if ar["kernel"] != "custom" or gpus not in ar["gpus"] or nbytes >= _for_gpus(ar["takes_below"], gpus):
             return None
-        below = next((b for n, b in ar["one_shot_below"] if n >= gpus), 0)
-        return "one_shot" if nbytes < below else "two_shot"
+        return "one_shot" if nbytes < _for_gpus(ar["one_shot_below"], gpus) else "two_shot"
+
+    def all_reduce_copies_in(self):
+        """Whether the runtime's own all-reduce kernel copies its input in itself (the trace's copy_in)."""
+        return self.all_reduce.get("copy_in_kernel", False)
 
     def eager(self, phase, batch=1):
         """Whether the runtime runs a step of this phase (prefill, else decode) of `batch`
@@ -355,9 +363,11 @@ class Runtime:
         ar = self.all_reduce
         if ar["kernel"] != "custom":
             return "nccl"
-        below = ",".join(f"{n}:{_size_text(b)}" for n, b in ar["one_shot_below"])
-        return (f"custom gpus {','.join(map(str, ar['gpus']))} below {_size_text(ar['takes_below'])}, one-shot below "
-                f"{below}{' eager-copy' if ar.get('eager_copy') else ''}")
+        def sizes(v):
+            return _size_text(v) if isinstance(v, int) else ",".join(f"{n}:{_size_text(b)}" for n, b in v)
+        return (f"custom gpus {','.join(map(str, ar['gpus']))} below {sizes(ar['takes_below'])}, one-shot below "
+                f"{sizes(ar['one_shot_below'])}{' eager-copy' if ar.get('eager_copy') else ''}"
+                f"{' copy-in' if ar.get('copy_in_kernel') else ''}")
 
     def summary(self):
         return {"name": self.name, "version": self.version, "path": self.shown_path(), "fixed_s": self.fixed_s,
@@ -369,8 +379,16 @@ class Runtime:
                 "first_token_s": self.first_token_s}
 
 
+def _for_gpus(value, gpus):
+    """A size, or the size a [(count, bytes), ...] list gives `gpus` GPUs: the first count at or
+    above it (0 where none is)."""
+    if isinstance(value, int):
+        return value
+    return next((b for n, b in value if n >= gpus), 0)
+
+
 def _size_text(b):
-    for unit, f in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+    for unit, f in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("MB", 1000 ** 2), ("KiB", 1024), ("kB", 1000)):
         if b % f == 0:
             return f"{b // f} {unit}"
     return f"{b} B"
@@ -410,6 +428,10 @@ def _check_all_reduce(path, node, values):
             if key not in ar:
                 raise RuntimeProfileError(f"{path}:{_mark(section)}: key 'all_reduce.{key}': missing (required with "
                                           f"kernel: custom)")
+        if ar.get("eager_copy") and ar.get("copy_in_kernel"):
+            key = next(k for k, _ in section.value if k.value == "copy_in_kernel")
+            raise RuntimeProfileError(f"{path}:{_mark(key)}: key 'all_reduce.copy_in_kernel': a kernel that copies its "
+                                      f"input in needs no eager copy before it (eager_copy is true)")
         return
     for k, v in section.value:
         if k.value != "kernel":

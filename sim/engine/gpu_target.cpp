@@ -49,7 +49,9 @@ CollectiveAlgo collective_algo(const std::string& a) {
   return CollectiveAlgo::automatic;
 }
 
-CollectiveJob job_of(const trace::Op& op, const std::vector<int>& devices) {
+// `hbm_rate`: the GPU's HBM bandwidth, B/s, which a kernel's copy of its input (copy_in) reads
+// and writes at.
+CollectiveJob job_of(const trace::Op& op, const std::vector<int>& devices, double hbm_rate) {
   CollectiveJob j;
   j.kind = collective_kind(op.kind);
   j.algo = collective_algo(op.algorithm);
@@ -59,6 +61,8 @@ CollectiveJob job_of(const trace::Op& op, const std::vector<int>& devices) {
                                       : CollectiveProto::automatic;
   j.bytes = op.bytes;
   j.gpus = devices;
+  j.copy_in = op.copy_in;
+  if (op.copy_in) j.copy_in_s = 2 * op.bytes / hbm_rate;
   return j;
 }
 
@@ -233,7 +237,7 @@ Placement place(const config::LoadedConfig& cfg, const trace::Trace& t) {
       if (d.size() < 2 && op.kind != trace::OpKind::send_recv)
         op_error(op, "a collective needs at least two GPUs; this system has " + std::to_string(gpus) +
                          " (a multi-GPU system config is under configs/systems/)");
-      const std::string why = unsupported(topo, job_of(op, d));
+      const std::string why = unsupported(topo, job_of(op, d, g.hbm.refresh_bound_bandwidth()));
       if (!why.empty()) op_error(op, why);
       // Each GPU holds the buffer (in place), an all-to-all its send and receive buffers apart.
       const double held = op.bytes * (op.kind == trace::OpKind::all_to_all ? 2 : 1);
@@ -348,7 +352,7 @@ void GpuTarget::run(const config::LoadedConfig& cfg, const trace::Trace& t, SimR
     dops[i].issue_slot = op.kind != trace::OpKind::host;
     dops[i].host_serial_s = op.kind == trace::OpKind::host && op.stream == 0 ? op.duration_s : 0;
     if (r.collective) {
-      r.job = job_of(op, r.devices);
+      r.job = job_of(op, r.devices, cfg.chip.gpu.hbm.refresh_bound_bandwidth());
       dops[i].collective = &r.job;
       dops[i].collective_run = &r.coll;
     } else {

@@ -42,6 +42,7 @@ void visit_fields(OpT& o, Visitor&& v) {
   v("macs_per_instruction", o.macs_per_instruction, W);
   v("duration_s", o.duration_s, W);
   v("bytes", o.bytes, W), v("mirrors", o.mirrors, W), v("algorithm", o.algorithm, W), v("protocol", o.protocol, W);
+  v("copy_in", o.copy_in, W);
 }
 
 // Every work field of `op`, as text: two ops with the same work_key do the same work (names,

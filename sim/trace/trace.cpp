@@ -39,7 +39,7 @@ const std::vector<std::pair<OpKind, std::vector<std::string>>>& kind_keys() {
       {OpKind::instruction_loop, {"instruction", "count", "warps", "macs_per_instruction"}},
       {OpKind::delay, {"duration"}},
       {OpKind::host, {"duration"}},
-      {OpKind::all_reduce, {"bytes", "algorithm", "protocol", "mirrors"}},
+      {OpKind::all_reduce, {"bytes", "algorithm", "protocol", "mirrors", "copy_in"}},
       {OpKind::all_gather, {"bytes", "algorithm", "protocol", "mirrors"}},
       {OpKind::reduce_scatter, {"bytes", "algorithm", "protocol", "mirrors"}},
       {OpKind::all_to_all, {"bytes", "algorithm", "protocol", "mirrors"}},
@@ -288,6 +288,12 @@ class Parser {
         if (!(o.bytes >= 0 && o.bytes <= kMaxCollectiveBytes)) fail(cx.at(b), path + ".bytes", "must be between 0 and 1024 TiB");
         if (const YAML::Node a = n["algorithm"])
           o.algorithm = get_choice(cx, a, path + ".algorithm", {"auto", "ring", "tree", "nvls", "direct", "one_shot", "two_shot"});
+        if (const YAML::Node ci = n["copy_in"]) {
+          o.copy_in = get_bool(cx, ci, path + ".copy_in");
+          if (o.copy_in && o.algorithm != "one_shot" && o.algorithm != "two_shot")
+            fail(cx.at(ci), path + ".copy_in", "applies to algorithm one_shot or two_shot (a runtime's own kernel), not '" +
+                                                    o.algorithm + "'");
+        }
         if (const YAML::Node pr = n["protocol"])
           o.protocol = get_choice(cx, pr, path + ".protocol", {"auto", "ll", "ll128", "simple"});
         if (const YAML::Node mi = n["mirrors"]) o.mirrors = static_cast<int>(get_int(cx, mi, path + ".mirrors", 0, 1 << 20));

@@ -97,6 +97,9 @@ struct Op {
   int mirrors = 0;
   std::string algorithm = "auto";
   std::string protocol = "auto";
+  // copy_in (one_shot, two_shot): the kernel copies its input into its own shared buffer before
+  // the first barrier, as TensorRT-LLM's does, rather than reading a registered input in place.
+  bool copy_in = false;
 
   bool is_collective() const { return kind >= OpKind::all_reduce; }
   // A delay or a host op: a span of time with no device work described.

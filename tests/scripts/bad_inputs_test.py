@@ -109,6 +109,7 @@ CASES = {
     "trace-jsonl-string-dim.jsonl": ("a string where a size is due", r":2:36: key 'line 2\.m': 'sixty-four' is not a whole number"),
     "trace-jsonl-cycle.jsonl": ("a cycle through stream order", r":2:1: key 'deps': dependency cycle: a -> b -> \(stream order\) a"),
     "trace-bytes-fractional.yaml": ("a collective of 1.1 KiB (1126.4 bytes)", r":3:41: key 'ops\[0\]\.bytes': '1\.1 KiB' is 1126\.4 bytes: a size must be a whole number of bytes"),
+    "trace-copy-in-ring.yaml": ("copy_in on NCCL's ring", r":3:75: key 'ops\[0\]\.copy_in': applies to algorithm one_shot or two_shot"),
     "trace-bytes-unknown-unit.yaml": ("a collective of 1 PiB (no such unit)", r":3:41: key 'ops\[0\]\.bytes': unknown unit 'PiB' in '1 PiB'; a size takes one of TiB"),
     "systrace-allreduce-larger-than-hbm.yaml": ("an all-reduce buffer larger than a GPU's HBM",
                                                 r":3:5: op 'ar': needs 100 GiB of buffers on each GPU but a GPU has 80 GiB of HBM"),

@@ -139,6 +139,20 @@ class Profiles(unittest.TestCase):
             self.assertEqual(vllm.all_reduce_algorithm(gpus, nbytes), want, f"vllm: {gpus} GPUs, {nbytes} B")
         self.assertEqual(runtime.load(profile()).all_reduce_summary(), "nccl")
         self.assertEqual(rt.all_reduce_summary(), "custom gpus 2,4,8 below 8 MiB, one-shot below 4:512 KiB,8:256 KiB eager-copy")
+        # The shipped TensorRT-LLM profile as its plugin's selectImplementation reads (decimal
+        # sizes): one-shot on 2 GPUs up to the 16 MB workspace, below 1 MB on 4, 500 kB on 6 and 8,
+        # two-shot up to 8 MB, then NCCL's; its kernel copies its input in itself.
+        trt = runtime.load("trtllm")
+        for gpus, nbytes, want in [(2, 15_999_999, "one_shot"), (2, 16_000_000, None), (4, 999_999, "one_shot"),
+                                   (4, 1_000_000, "two_shot"), (4, 7_999_999, "two_shot"), (4, 8_000_000, None),
+                                   (6, 499_999, "one_shot"), (8, 500_000, "two_shot"), (3, 1024, None), (16, 1024, None)]:
+            self.assertEqual(trt.all_reduce_algorithm(gpus, nbytes), want, f"trtllm: {gpus} GPUs, {nbytes} B")
+        # SGLang (0.4.5 on) runs vLLM's kernel with vLLM's thresholds.
+        self.assertEqual(runtime.load("sglang").all_reduce_summary(), vllm.all_reduce_summary())
+        self.assertEqual((trt.all_reduce_copies_in(), vllm.all_reduce_copies_in(), rt.all_reduce_copies_in()),
+                         (True, False, False))
+        self.assertEqual(trt.all_reduce_summary(),
+                         "custom gpus 2,4,6,8 below 2:16 MB,8:8 MB, one-shot below 2:1 GiB,4:1 MB,8:500 kB copy-in")
 
     def test_bad_profiles_name_file_line_and_key(self):
         cases = [
@@ -159,7 +173,10 @@ class Profiles(unittest.TestCase):
             ("? [a, b]\n: 1\n", r":1:3: key under '\(top\)': a key must be a name"),
             (GOOD + CUSTOM_AR.replace("  gpus: [2, 4, 8]\n", ""), r":18:3: key 'all_reduce.gpus': missing \(required with kernel: custom\)"),
             (GOOD + "all_reduce:\n  kernel: nccl\n  takes_below: 8 MiB\n", r":19:3: key 'all_reduce.takes_below': applies to kernel: custom only"),
-            (GOOD + CUSTOM_AR.replace("8 MiB", "8 MB"), r":20:16: key 'all_reduce.takes_below': '8 MB' is not a size with a unit"),
+            (GOOD + CUSTOM_AR.replace("8 MiB", "8 Mb"), r":20:16: key 'all_reduce.takes_below': '8 Mb' is not a size with a unit"),
+            (GOOD + CUSTOM_AR.replace("8 MiB", "{8: 8 MiB, 4: 16 MiB}"), r":20:27: key 'all_reduce.takes_below': 4 after 8"),
+            (GOOD + CUSTOM_AR + "  copy_in_kernel: true\n", r":23:3: key 'all_reduce.copy_in_kernel': a kernel that copies its input in needs no eager copy"),
+            (GOOD + CUSTOM_AR.replace("eager_copy: true", "copy_in_kernel: yes"), r":22:19: key 'all_reduce.copy_in_kernel': 'yes' is not true or false"),
             (GOOD + CUSTOM_AR.replace("8 MiB", "0.5 B"), r"key 'all_reduce.takes_below': '0.5 B' is not a whole number of bytes"),
             (GOOD + CUSTOM_AR.replace("{4: 512 KiB, 8: 256 KiB}", "{8: 256 KiB, 4: 512 KiB}"), r":21:32: key 'all_reduce.one_shot_below': 4 after 8"),
             (GOOD + CUSTOM_AR.replace("{4: 512 KiB", "{1: 512 KiB"), r":21:20: key 'all_reduce.one_shot_below': '1' is not a GPU count"),
@@ -305,6 +322,14 @@ class GeneratedStep(unittest.TestCase):
         self.assertEqual(reduces("--phase", "decode", "--batch", "8", "--all-reduce", rt_path, "--launch", "eager"),
                          [("o_proj_allreduce_copy", None), ("o_proj_allreduce", "one_shot"),
                           ("ffn_allreduce_copy", None), ("ffn_allreduce", "one_shot")])
+        # TensorRT-LLM's kernel copies its input in itself: copy_in on the op, no copy before it,
+        # although its steps run eagerly.
+        p = subprocess.run([sys.executable, GEN, "configs/models/llama-3-8b.yaml", "--layers", "1", "--tp", "4",
+                            "--phase", "prefill", "--prompt", "128", "--runtime", "trtllm"], cwd=ROOT, capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        layer = next(o for o in yaml.safe_load(p.stdout)["ops"] if "repeat" in o)["ops"]
+        self.assertEqual([(o["name"], o.get("algorithm"), o.get("copy_in")) for o in layer if "allreduce" in o["name"]],
+                         [("o_proj_allreduce", "two_shot", True), ("ffn_allreduce", "two_shot", True)])
         p = subprocess.run([sys.executable, GEN, "configs/models/llama-3-8b.yaml", "--phase", "train", "--tp", "2",
                             "--all-reduce", rt_path], cwd=ROOT, capture_output=True, text=True)
         self.assertNotEqual(p.returncode, 0)

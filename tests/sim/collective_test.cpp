@@ -357,6 +357,21 @@ TEST_CASE("a runtime's own all-reduce: one-shot loads every peer's buffer, two-s
     if (bytes < 65536) CHECK(d(one["time_s"]) < d(two["time_s"]));
     if (bytes >= 262144) CHECK(d(two["time_s"]) < d(one["time_s"]));
   }
+  // copy_in (TensorRT-LLM's kernels): each GPU first copies its input into its shared buffer, a
+  // read and a write in its HBM; the peers then read that buffer, so one-shot needs no closing
+  // barrier. The loads and their traffic are the same.
+  const double hbm = xpusim::config::load_config(kDgx, {}).chip.gpu.hbm.refresh_bound_bandwidth();
+  for (double bytes : {16384.0, 1048576.0}) {
+    const double copy = 2 * bytes / hbm;
+    const YAML::Node one = run("one_shot", bytes), two = run("two_shot", bytes);
+    const YAML::Node one_c = run("one_shot, copy_in: true", bytes), two_c = run("two_shot, copy_in: true", bytes);
+    INFO(bytes << " B: one-shot " << d(one_c["time_s"]) * 1e6 << " us with its copy, " << d(one["time_s"]) * 1e6 << " without");
+    CHECK(d(one_c["collective"]["nvlink_bytes"]) == Approx(d(one["collective"]["nvlink_bytes"])));
+    CHECK(d(one["time_s"]) - d(one_c["time_s"]) == Approx(l.hop - copy).margin(1e-10));
+    CHECK(d(two_c["time_s"]) - d(two["time_s"]) == Approx(copy).margin(1e-10));
+  }
+  CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(coll("all_reduce", 1048576, ", copy_in: true"))); }),
+             Catch::Contains("copy_in") && Catch::Contains("applies to algorithm one_shot or two_shot"));
   // A reduction of one domain's GPUs, with no NCCL protocol.
   const auto cfg = xpusim::config::load_config(kDgx, {"system.domains=2"});
   for (const auto& [op, says] : std::vector<std::pair<std::string, std::string>>{

@@ -31,7 +31,8 @@ def weight_gemm(a, name, m, n, k, batch=1, sparse=True):
 def all_reduce(a, name, T, D, dtype, devices):
     """A tensor-parallel all-reduce of a [T, D] activation: NCCL's (the engine's `auto`), or the
     runtime's own kernel where its profile's all_reduce section takes it (--all-reduce), after a
-    copy into its registered buffer where it runs outside a CUDA graph and the profile says so."""
+    copy into its registered buffer where it runs outside a CUDA graph and the profile says so, or
+    copying its input in itself (copy_in) where the profile's kernel does."""
     nbytes = T * D * act_bytes(dtype)
     op = {"name": name, "kind": "all_reduce", "bytes": int(nbytes), "devices": devices}
     ar = getattr(a, "ar", None)
@@ -39,6 +40,8 @@ def all_reduce(a, name, T, D, dtype, devices):
     if not algo:
         return [op]
     op["algorithm"] = algo
+    if ar.all_reduce_copies_in():
+        op["copy_in"] = True
     if ar.all_reduce.get("eager_copy") and ar_eager(a):
         return [{"name": name + "_copy", "kind": "elementwise", "shape": [T, D], "dtype": dtype, "flops_per_element": 0,
                  "devices": devices}, op]
