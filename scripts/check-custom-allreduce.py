@@ -94,7 +94,7 @@ def main():
     print()
     for name, errors in tables.items():
         mean = sum(abs(e) for e in errors) / len(errors)
-        print(f"{name}: {len(errors)} rows{' from 1 MiB' if 'registered' not in name else ''}: mean absolute error "
+        print(f"{name}: {len(errors)} rows{'' if name.endswith(', registered') else ' from 1 MiB'}: mean absolute error "
               f"{100 * mean:.0f}%, {sum(abs(e) <= 0.10 for e in errors)} within 10%, worst {100 * max(errors, key=abs):+.0f}%.")
 
 

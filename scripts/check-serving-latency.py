@@ -13,7 +13,10 @@ its runtime profile and without one (the kernels alone), so the table shows what
 adds. No parameter of the simulator was set from these rows: they are held out. Prints a
 Markdown table with each row's error and the mean absolute error; asserts nothing.
 
-  scripts/check-serving-latency.py [--xpusim build/xpusim] [--rows 0,2] [--jobs N] [--out DIR]
+  scripts/check-serving-latency.py [--xpusim build/xpusim] [--rows 0,2] [--jobs N] [--out DIR] [--runtime-only]
+
+--runtime-only skips the kernels-alone runs (their column says "not run"): for re-running rows
+after a change to a runtime profile, which moves only the other column.
 """
 import argparse
 import csv
@@ -54,6 +57,7 @@ def main():
     ap.add_argument("--rows", default=None, help="comma-separated row numbers (default: every row)")
     ap.add_argument("--jobs", type=int, default=0, help="step simulations at once (default: the CPUs)")
     ap.add_argument("--out", default="check-serving-latency-out")
+    ap.add_argument("--runtime-only", action="store_true", help="skip the kernels-alone runs")
     a = ap.parse_args()
     with open(PUBLISHED) as f:
         rows = list(csv.DictReader(f))
@@ -75,7 +79,7 @@ def main():
         setups.setdefault(key, []).append(i)
     results = {}
     for n, (key, idx) in enumerate(setups.items()):
-        for with_rt in (True, False):
+        for with_rt in ((True,) if a.runtime_only else (True, False)):
             out = os.path.join(a.out, f"setup{n}-{'runtime' if with_rt else 'kernels'}")
             results[(key, with_rt)] = run(key, with_rt, a, out)
     lines = ["| # | runtime (harness) | system, model, TP, format | ISL/OSL, concurrency | metric | published | "
@@ -87,13 +91,14 @@ def main():
             field, label = METRICS[r["metric"]]
             pub = float(r["published_ms"])
             got = results[(key, True)][field]["mean"] * 1e3
-            bare = results[(key, False)][field]["mean"] * 1e3
+            bare = results[(key, False)][field]["mean"] * 1e3 if (key, False) in results else None
             err = got / pub - 1
             errs.append(abs(err))
             offline = ", offline" if r["offline"] == "true" else ""
             lines.append(f"| {i} | {r['runtime_label']} ({r['harness']}) | {r['system']}, "
                          f"{os.path.basename(r['model'])[:-5]}, TP{r['tp']}, {r['weights']} | {r['isl']}/{r['osl']}, "
-                         f"{r['concurrency']} | {label} | {pub:.4g} ms | {bare:.4g} ms ({100 * (bare / pub - 1):+.0f}%) | "
+                         f"{r['concurrency']} | {label} | {pub:.4g} ms | "
+                         f"{'not run' if bare is None else f'{bare:.4g} ms ({100 * (bare / pub - 1):+.0f}%)'} | "
                          f"{got:.4g} ms ({r['runtime']}{offline}) | {100 * err:+.1f}% |")
     lines.append("")
     lines.append(f"Mean absolute error over {len(errs)} rows: {100 * sum(errs) / len(errs):.1f}% with the runtime; "

@@ -102,6 +102,10 @@ SCHEMA = {
         "one_shot_below": ("bytes_by_gpus", False, "with custom: by GPU count, all-reduces smaller than this run "
                                                    "one-shot, the rest two-shot; a count takes the value of the "
                                                    "first key at or above it (none: two-shot)"),
+        "align": ("bytes", False, "with custom: it takes only sizes that are a multiple of this (the rest run "
+                                  "NCCL's)"),
+        "two_shot_align_per_gpu": ("bool", False, "with custom and align: two-shot takes only multiples of align x "
+                                                  "the GPU count (else NCCL's), as each GPU's part must be aligned"),
         "eager_copy": ("bool", False, "with custom: outside a CUDA graph the input is first copied into the "
                                       "kernel's registered buffer (one more kernel)"),
         "copy_in_kernel": ("bool", False, "with custom: the kernel itself copies its input into its shared buffer "
@@ -332,7 +336,11 @@ class Runtime:
         ar = self.all_reduce
         if ar["kernel"] != "custom" or gpus not in ar["gpus"] or nbytes >= _for_gpus(ar["takes_below"], gpus):
             return None
-        return "one_shot" if nbytes < _for_gpus(ar["one_shot_below"], gpus) else "two_shot"
+        align = ar.get("align", 1)
+        algo = "one_shot" if nbytes < _for_gpus(ar["one_shot_below"], gpus) else "two_shot"
+        if algo == "two_shot" and ar.get("two_shot_align_per_gpu"):
+            align *= gpus
+        return algo if nbytes % align == 0 else None
 
     def all_reduce_copies_in(self):
         """Whether the runtime's own all-reduce kernel copies its input in itself (the trace's copy_in)."""
@@ -365,8 +373,10 @@ class Runtime:
             return "nccl"
         def sizes(v):
             return _size_text(v) if isinstance(v, int) else ",".join(f"{n}:{_size_text(b)}" for n, b in v)
+        align = f" align {_size_text(ar['align'])}{' x GPUs for two-shot' if ar.get('two_shot_align_per_gpu') else ''}" \
+            if "align" in ar else ""
         return (f"custom gpus {','.join(map(str, ar['gpus']))} below {sizes(ar['takes_below'])}, one-shot below "
-                f"{sizes(ar['one_shot_below'])}{' eager-copy' if ar.get('eager_copy') else ''}"
+                f"{sizes(ar['one_shot_below'])}{align}{' eager-copy' if ar.get('eager_copy') else ''}"
                 f"{' copy-in' if ar.get('copy_in_kernel') else ''}")
 
     def summary(self):
@@ -428,6 +438,15 @@ def _check_all_reduce(path, node, values):
             if key not in ar:
                 raise RuntimeProfileError(f"{path}:{_mark(section)}: key 'all_reduce.{key}': missing (required with "
                                           f"kernel: custom)")
+        takes = ar["takes_below"]
+        if not isinstance(takes, int) and takes[-1][0] < max(ar["gpus"]):
+            key = next(k for k, _ in section.value if k.value == "takes_below")
+            raise RuntimeProfileError(f"{path}:{_mark(key)}: key 'all_reduce.takes_below': no size for {max(ar['gpus'])} "
+                                      f"GPUs (its counts end at {takes[-1][0]}; gpus lists {max(ar['gpus'])})")
+        if ar.get("two_shot_align_per_gpu") and "align" not in ar:
+            key = next(k for k, _ in section.value if k.value == "two_shot_align_per_gpu")
+            raise RuntimeProfileError(f"{path}:{_mark(key)}: key 'all_reduce.two_shot_align_per_gpu': needs "
+                                      f"all_reduce.align")
         if ar.get("eager_copy") and ar.get("copy_in_kernel"):
             key = next(k for k, _ in section.value if k.value == "copy_in_kernel")
             raise RuntimeProfileError(f"{path}:{_mark(key)}: key 'all_reduce.copy_in_kernel': a kernel that copies its "

@@ -143,16 +143,21 @@ class Profiles(unittest.TestCase):
         # sizes): one-shot on 2 GPUs up to the 16 MB workspace, below 1 MB on 4, 500 kB on 6 and 8,
         # two-shot up to 8 MB, then NCCL's; its kernel copies its input in itself.
         trt = runtime.load("trtllm")
-        for gpus, nbytes, want in [(2, 15_999_999, "one_shot"), (2, 16_000_000, None), (4, 999_999, "one_shot"),
-                                   (4, 1_000_000, "two_shot"), (4, 7_999_999, "two_shot"), (4, 8_000_000, None),
-                                   (6, 499_999, "one_shot"), (8, 500_000, "two_shot"), (3, 1024, None), (16, 1024, None)]:
+        # Sizes a multiple of 16 bytes (x the GPU count for two-shot), as configurationSupported
+        # requires: on 6 GPUs 301 rows of 8192 bf16 are not (300 are), and run NCCL's.
+        for gpus, nbytes, want in [(2, 15_999_984, "one_shot"), (2, 16_000_000, "one_shot"), (2, 16_000_016, None),
+                                   (4, 999_984, "one_shot"), (4, 1_000_000, "two_shot"), (4, 8_000_000, "two_shot"),
+                                   (4, 8_000_064, None), (6, 499_984, "one_shot"), (6, 300 * 16384, "two_shot"),
+                                   (6, 301 * 16384, None), (8, 500_096, "two_shot"), (8, 500_000, None),
+                                   (3, 1024, None), (16, 1024, None)]:
             self.assertEqual(trt.all_reduce_algorithm(gpus, nbytes), want, f"trtllm: {gpus} GPUs, {nbytes} B")
         # SGLang (0.4.5 on) runs vLLM's kernel with vLLM's thresholds.
         self.assertEqual(runtime.load("sglang").all_reduce_summary(), vllm.all_reduce_summary())
         self.assertEqual((trt.all_reduce_copies_in(), vllm.all_reduce_copies_in(), rt.all_reduce_copies_in()),
                          (True, False, False))
-        self.assertEqual(trt.all_reduce_summary(),
-                         "custom gpus 2,4,6,8 below 2:16 MB,8:8 MB, one-shot below 2:1 GiB,4:1 MB,8:500 kB copy-in")
+        self.assertEqual(trt.all_reduce_summary(), "custom gpus 2,4,6,8 below 2:16000001 B,8:8000001 B, one-shot below "
+                         "2:1 GiB,4:1 MB,8:500 kB align 16 B x GPUs for two-shot copy-in")
+        self.assertIsNone(vllm.all_reduce_algorithm(8, 4104))  # not a multiple of 16 bytes: NCCL's
 
     def test_bad_profiles_name_file_line_and_key(self):
         cases = [
@@ -175,6 +180,8 @@ class Profiles(unittest.TestCase):
             (GOOD + "all_reduce:\n  kernel: nccl\n  takes_below: 8 MiB\n", r":19:3: key 'all_reduce.takes_below': applies to kernel: custom only"),
             (GOOD + CUSTOM_AR.replace("8 MiB", "8 Mb"), r":20:16: key 'all_reduce.takes_below': '8 Mb' is not a size with a unit"),
             (GOOD + CUSTOM_AR.replace("8 MiB", "{8: 8 MiB, 4: 16 MiB}"), r":20:27: key 'all_reduce.takes_below': 4 after 8"),
+            (GOOD + CUSTOM_AR.replace("8 MiB", "{2: 8 MiB, 4: 8 MiB}"), r":20:3: key 'all_reduce.takes_below': no size for 8 GPUs"),
+            (GOOD + CUSTOM_AR + "  two_shot_align_per_gpu: true\n", r":23:3: key 'all_reduce.two_shot_align_per_gpu': needs all_reduce.align"),
             (GOOD + CUSTOM_AR + "  copy_in_kernel: true\n", r":23:3: key 'all_reduce.copy_in_kernel': a kernel that copies its input in needs no eager copy"),
             (GOOD + CUSTOM_AR.replace("eager_copy: true", "copy_in_kernel: yes"), r":22:19: key 'all_reduce.copy_in_kernel': 'yes' is not true or false"),
             (GOOD + CUSTOM_AR.replace("8 MiB", "0.5 B"), r"key 'all_reduce.takes_below': '0.5 B' is not a whole number of bytes"),

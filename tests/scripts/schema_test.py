@@ -143,6 +143,17 @@ class Schemas(unittest.TestCase):
             reader_ok = xpusim("check", "-t", path[:-5] + ".jsonl").returncode == 0
             self.assertEqual(reader_ok, ok, f"the reader on {change}")
             self.assertEqual(problems(v, doc) == [], ok, f"the schema on {change}")
+        # copy_in (a runtime's own kernel copying its input in): with one_shot or two_shot only.
+        for change, ok in [({"algorithm": "one_shot", "copy_in": True}, True), ({"algorithm": "two_shot", "copy_in": True}, True),
+                           ({"algorithm": "ring", "copy_in": False}, True), ({"copy_in": True}, False),
+                           ({"algorithm": "ring", "copy_in": True}, False), ({"algorithm": "one_shot", "copy_in": "yes"}, False)]:
+            op = dict({"name": "ar", "kind": "all_reduce", "bytes": 65536, "devices": [0, 1]}, **change)
+            path = os.path.join(self.tmp, "copy_in.jsonl")
+            with open(path, "w") as fh:
+                fh.write(json.dumps({"xpusim_trace": 1}) + "\n" + json.dumps(op) + "\n")
+            reader_ok = xpusim("check", "-c", os.path.join(ROOT, "configs", "systems", "dgx-h100.yaml"), "-t", path).returncode == 0
+            self.assertEqual(reader_ok, ok, f"the reader on {change}")
+            self.assertEqual(problems(v, dict(good, ops=[op])) == [], ok, f"the schema on {change}")
         # A range whose first index is past its last: the reader refuses it; the schema cannot
         # compare two numbers in a string and lets it through (its $comment says so).
         doc = copy.deepcopy(good)

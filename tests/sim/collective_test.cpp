@@ -369,6 +369,8 @@ TEST_CASE("a runtime's own all-reduce: one-shot loads every peer's buffer, two-s
     CHECK(d(one_c["collective"]["nvlink_bytes"]) == Approx(d(one["collective"]["nvlink_bytes"])));
     CHECK(d(one["time_s"]) - d(one_c["time_s"]) == Approx(l.hop - copy).margin(1e-10));
     CHECK(d(two_c["time_s"]) - d(two["time_s"]) == Approx(copy).margin(1e-10));
+    CHECK(d(one_c["collective"]["dependent_hops"]) == 3);  // no closing barrier's flag
+    CHECK(d(one["collective"]["dependent_hops"]) == 4);
   }
   CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(coll("all_reduce", 1048576, ", copy_in: true"))); }),
              Catch::Contains("copy_in") && Catch::Contains("applies to algorithm one_shot or two_shot"));
