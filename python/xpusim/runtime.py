@@ -433,6 +433,10 @@ def _check_all_reduce(path, node, values):
     if not ar:
         return
     section = next(v for k, v in node.value if k.value == "all_reduce")
+
+    def refuse(key, why):
+        at = next(k for k, _ in section.value if k.value == key)
+        raise RuntimeProfileError(f"{path}:{_mark(at)}: key 'all_reduce.{key}': {why}")
     if ar["kernel"] == "custom":
         for key in ("gpus", "takes_below", "one_shot_below"):
             if key not in ar:
@@ -440,17 +444,12 @@ def _check_all_reduce(path, node, values):
                                           f"kernel: custom)")
         takes = ar["takes_below"]
         if not isinstance(takes, int) and takes[-1][0] < max(ar["gpus"]):
-            key = next(k for k, _ in section.value if k.value == "takes_below")
-            raise RuntimeProfileError(f"{path}:{_mark(key)}: key 'all_reduce.takes_below': no size for {max(ar['gpus'])} "
-                                      f"GPUs (its counts end at {takes[-1][0]}; gpus lists {max(ar['gpus'])})")
+            refuse("takes_below", f"no size for {max(ar['gpus'])} GPUs (its counts end at {takes[-1][0]}; gpus lists "
+                                  f"{max(ar['gpus'])})")
         if ar.get("two_shot_align_per_gpu") and "align" not in ar:
-            key = next(k for k, _ in section.value if k.value == "two_shot_align_per_gpu")
-            raise RuntimeProfileError(f"{path}:{_mark(key)}: key 'all_reduce.two_shot_align_per_gpu': needs "
-                                      f"all_reduce.align")
+            refuse("two_shot_align_per_gpu", "needs all_reduce.align")
         if ar.get("eager_copy") and ar.get("copy_in_kernel"):
-            key = next(k for k, _ in section.value if k.value == "copy_in_kernel")
-            raise RuntimeProfileError(f"{path}:{_mark(key)}: key 'all_reduce.copy_in_kernel': a kernel that copies its "
-                                      f"input in needs no eager copy before it (eager_copy is true)")
+            refuse("copy_in_kernel", "a kernel that copies its input in needs no eager copy before it (eager_copy is true)")
         return
     for k, v in section.value:
         if k.value != "kernel":
