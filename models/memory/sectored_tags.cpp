@@ -32,6 +32,9 @@ SectoredTags::SectoredTags(const TagGeometry& g)
   assert(sectors_per_line_ >= 1 && sectors_per_line_ <= 32 && g.slices >= 1);
   const uint64_t lines = static_cast<uint64_t>(g.size_bytes / g.line_bytes);
   sets_ = std::max<uint64_t>(1, lines / static_cast<uint64_t>(ways_) / static_cast<uint64_t>(g.slices));
+  by_sets_ = FastDivisor(sets_);
+  by_line_ = FastDivisor(line_bytes_);
+  by_sector_ = FastDivisor(sector_bytes_);
   const uint64_t n = sets_ * static_cast<uint64_t>(ways_) * static_cast<uint64_t>(g.slices);
   ways_total_ = n;
   tags_.zeros(n);
@@ -87,7 +90,7 @@ void SectoredTags::renumber_ages() {
 }
 
 uint64_t SectoredTags::set_of(uint64_t line) const {
-  if (!xor_hash_) return line % sets_;
+  if (!xor_hash_) return by_sets_.mod(line);
   // Fold the upper address bits into the index, as GPU caches do, so that power-of-two
   // strides (matrix rows of 2^n bytes) spread over all sets instead of a few.
   uint64_t h = line;
@@ -96,7 +99,7 @@ uint64_t SectoredTags::set_of(uint64_t line) const {
   h ^= h >> 11;
   h *= 0xac4c1b51ull;
   h ^= h >> 15;
-  return h % sets_;
+  return by_sets_.mod(h);
 }
 
 void SectoredTags::add_sectors(std::vector<Strided>& out, uint64_t line, uint32_t mask) const {
@@ -236,7 +239,7 @@ uint64_t SectoredTags::dirty_youngest(uint64_t sectors) {
 void SectoredTags::prefetch(uint64_t addr, uint64_t bytes, uint32_t slice) const {
   if (bytes == 0) return;
   const uint64_t end = addr + bytes;
-  for (uint64_t line = addr / line_bytes_; line * line_bytes_ < end; ++line) {
+  for (uint64_t line = by_line_.div(addr); line * line_bytes_ < end; ++line) {
     const uint64_t first = (static_cast<uint64_t>(slice) * sets_ + set_of(line)) * static_cast<uint64_t>(ways_);
     const size_t w = static_cast<size_t>(ways_);
     const char* t = reinterpret_cast<const char*>(&tags_[first]);
@@ -245,17 +248,21 @@ void SectoredTags::prefetch(uint64_t addr, uint64_t bytes, uint32_t slice) const
     for (size_t o = 0; o < w * sizeof(uint32_t); o += 64) __builtin_prefetch(a + o);
     const char* m = reinterpret_cast<const char*>(&masks_[first]);
     for (size_t o = 0; o < w * sizeof(Masks); o += 64) __builtin_prefetch(m + o);
+    if (track_fills_) {  // a read that hits reads its way's fill time
+      const char* f = reinterpret_cast<const char*>(&ready_[first]);
+      for (size_t o = 0; o < w * sizeof(double); o += 64) __builtin_prefetch(f + o);
+    }
   }
 }
 
 void SectoredTags::access(uint64_t addr, uint64_t bytes, bool write, uint32_t slice, Result& r) {
   if (bytes == 0) return;
-  const uint64_t lb = line_bytes_, sb = sector_bytes_;
+  const uint64_t lb = line_bytes_;
   const uint64_t end = addr + bytes;
-  for (uint64_t line = addr / lb; line * lb < end; ++line) {
+  for (uint64_t line = by_line_.div(addr); line * lb < end; ++line) {
     const uint64_t lo = std::max(addr, line * lb) - line * lb;
     const uint64_t hi = std::min(end, (line + 1) * lb) - line * lb;  // exclusive
-    const uint64_t first = lo / sb, last = (hi - 1) / sb;
+    const uint64_t first = by_sector_.div(lo), last = by_sector_.div(hi - 1);
     const uint32_t mask = static_cast<uint32_t>(((2ull << last) - 1) & ~((1ull << first) - 1));
     touch_line(line, mask, write, slice, r);
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/common/fast_div.h"
 #include "models/common/mem_request.h"
 
 namespace xpusim {
@@ -107,6 +108,7 @@ class SectoredTags {
   void add_sectors(std::vector<Strided>& out, uint64_t line, uint32_t mask) const;
 
   uint64_t sets_ = 0;
+  FastDivisor by_sets_, by_line_, by_sector_;  // sets_, line_bytes_, sector_bytes_ (fast_div.h): a lookup divides by each
   int ways_ = 0;
   uint64_t line_bytes_ = 0;
   uint64_t sector_bytes_ = 0;

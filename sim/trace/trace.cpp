@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -97,6 +99,9 @@ class Parser {
     const YAML::Node ops = n["ops"];
     if (!ops) fail(cx.at(n), path, "a repeat block needs 'ops'");
     if (!ops.IsSequence() || ops.size() == 0) fail(cx.at(ops), path + ".ops", "expected a non-empty list of ops");
+    // The block's size is known before it is expanded: a block too large for the limits is
+    // refused here, at once, not after expanding as much of it as fits.
+    if (pending_.size() == 1) check_projected(cx.at(n), path, saturating_mul(count, expanded_count(ops)));
     for (int64_t i = 0; i < count; ++i) {
       std::map<std::string, size_t> inner = scope;  // outer names stay visible
       const std::string p = prefix + name + "[" + std::to_string(i) + "].";
@@ -363,6 +368,45 @@ class Parser {
     return std::nullopt;
   }
 
+  static constexpr int64_t kSaturated = int64_t{1} << 62;
+  static int64_t saturating_mul(int64_t a, int64_t b) { return b != 0 && a > kSaturated / b ? kSaturated : a * b; }
+
+  // The ops a list expands to, counting each entry as one op or, for a repeat block whose count
+  // and ops read as such, its count times its ops' (entries that do not read are counted as one
+  // and refused when they are expanded). Saturates at 2^62.
+  static int64_t expanded_count(const YAML::Node& ops) {
+    int64_t total = 0;
+    for (const YAML::Node& e : ops) {
+      int64_t here = 1;
+      if (e.IsMap() && e["repeat"] && e["repeat"].IsScalar() && e["ops"] && e["ops"].IsSequence()) {
+        const std::string text = e["repeat"].Scalar();
+        char* end = nullptr;
+        errno = 0;
+        const long long c = std::strtoll(text.c_str(), &end, 10);
+        if (!text.empty() && *end == '\0' && errno == 0 && c >= 1) here = saturating_mul(c, expanded_count(e["ops"]));
+      }
+      total = std::min(kSaturated, total + here);
+    }
+    return total;
+  }
+
+  // Refuses a repeat block (the outermost one open) whose `more` ops would take the trace past
+  // the ops limit or past the host's memory.
+  void check_projected(const SourceLoc& at, const std::string& path, int64_t more) {
+    const limits::Limits& lim = limits::current();
+    const int64_t count = std::min(kSaturated, static_cast<int64_t>(t_.ops.size()) + more);
+    const std::string what = "the repeat block expands to " + std::to_string(more) + " ops and the trace to " +
+                             std::to_string(count);
+    if (count > lim.ops) fail(at, path, what + ", more than " + std::to_string(lim.ops) + " ops" + limits::raise_hint("ops"));
+    if (available_ == 0) available_ = static_cast<double>(limits::host_available_bytes());
+    const double need = static_cast<double>(count) * kBytesPerOp;
+    if (available_ > 0 && need > lim.memory_share * available_)
+      fail(at, path, what + ", which would take " + units::format(need, units::Dim::Size) + " to simulate, more than " +
+                         std::to_string(static_cast<int>(lim.memory_share * 100)) + "% of the " +
+                         units::format(available_, units::Dim::Size) + " this host has available" +
+                         limits::raise_hint("memory_share"));
+  }
+
   // Refuses the op past the ops limit, or when the trace and the simulation's state for it
   // would take more than the host has (checked as the op list grows).
   void check_size(const SourceLoc& at, const std::string& path) {
@@ -395,8 +439,8 @@ class Parser {
 
   Trace& t_;
   std::map<std::string, size_t> names_;
-  std::vector<std::vector<Pending>> pending_{1};
-  double available_ = 0;  // host memory available, read when first needed  // per open repeat iteration, the trace's at the bottom
+  std::vector<std::vector<Pending>> pending_{1};  // per open repeat iteration, the trace's at the bottom
+  double available_ = 0;  // host memory available, read when first needed
 };
 
 void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {

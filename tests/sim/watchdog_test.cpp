@@ -102,8 +102,21 @@ TEST_CASE("limits refuse absurd inputs and name the flag that raises them", "[li
 
   xpusim::limits::set("ops=3");
   const std::string four = "xpusim_trace: 1\nops:\n  - repeat: 4\n    ops: [{name: e, kind: elementwise, shape: [64]}]\n";
+  // A repeat block is measured before it is expanded, with the ops before it; a flat list as it grows.
   CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(four)); }),
-             Catch::Contains("the trace has more than 3 ops") && Catch::Contains("--limit ops=N"));
+             Catch::Contains("key 'ops[0]': the repeat block expands to 4 ops and the trace to 4, more than 3 ops") &&
+                 Catch::Contains("--limit ops=N"));
+  const std::string two_then_two = "xpusim_trace: 1\nops:\n  - {kind: elementwise, shape: [64]}\n  - {kind: elementwise, shape: [64]}\n"
+                                   "  - repeat: 2\n    ops: [{repeat: 1, ops: [{kind: elementwise, shape: [64]}]}]\n";
+  CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(two_then_two)); }),
+             Catch::Contains("key 'ops[2]': the repeat block expands to 2 ops and the trace to 4, more than 3 ops"));
+  const std::string flat_four = "xpusim_trace: 1\nops:\n" + [] {
+    std::string ops;
+    for (int i = 0; i < 4; ++i) ops += "  - {kind: elementwise, shape: [64]}\n";
+    return ops;
+  }();
+  CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(flat_four)); }),
+             Catch::Contains("key 'ops[3]': the trace has more than 3 ops"));
   xpusim::limits::set("ops=4");
   CHECK(xpusim::trace::load_trace(temp_file(four)).ops.size() == 4);
 
@@ -118,6 +131,12 @@ TEST_CASE("limits refuse absurd inputs and name the flag that raises them", "[li
   for (int i = 0; i < 65536; ++i) jsonl += "{\"kind\": \"elementwise\", \"shape\": [64]}\n";
   CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(jsonl, ".jsonl")); }),
              Catch::Contains("this host has available") && Catch::Contains("--limit memory_share=N"));
+  // A repeat block of as many: refused before any of it is expanded.
+  CHECK_THAT(error_of([&] {
+               xpusim::trace::load_trace(temp_file("xpusim_trace: 1\nops:\n  - repeat: 65536\n    ops: [{kind: elementwise, shape: [64]}]\n"));
+             }),
+             Catch::Contains("key 'ops[0]': the repeat block expands to 65536 ops and the trace to 65536, which would take") &&
+                 Catch::Contains("this host has available"));
 }
 
 TEST_CASE("limit values are checked (--limit)", "[limits]") {

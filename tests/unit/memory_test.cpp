@@ -3,10 +3,12 @@
 #include <string>
 
 #include "models/common/bandwidth_resource.h"
+#include "models/common/fast_div.h"
 #include "models/memory/address_map.h"
 #include "models/memory/dram.h"
 #include "models/memory/sectored_tags.h"
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -23,6 +25,38 @@ TagGeometry small_l2() {
   return p;
 }
 }  // namespace
+
+TEST_CASE("division by an invariant divisor gives the quotient and remainder of / and %", "[memory][fast_div]") {
+  // Divisors of every kind (powers of two, just either side of them, odd, the largest) and,
+  // for each, numerators at the edges (0, d - 1, d, multiples and their neighbours, 2^64 - 1)
+  // and spread over every magnitude.
+  std::vector<uint64_t> divisors = {1, 2, 3, 5, 7, 10, 48, 80, 96, 127, 128, 129, 6144, 65535, 65537,
+                                    (uint64_t{1} << 32) - 1, uint64_t{1} << 32, (uint64_t{1} << 32) + 1,
+                                    (uint64_t{1} << 62) + 1, (uint64_t{1} << 63) - 1, uint64_t{1} << 63,
+                                    (uint64_t{1} << 63) + 1, ~uint64_t{0} - 1, ~uint64_t{0}};
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200; ++i) divisors.push_back(std::max<uint64_t>(1, rng() >> (rng() % 64)));
+  uint64_t wrong = 0, checked = 0;
+  for (const uint64_t d : divisors) {
+    const FastDivisor f(d);
+    REQUIRE(f.divisor() == d);
+    std::vector<uint64_t> numerators = {0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, ~uint64_t{0}, ~uint64_t{0} - 1,
+                                        ~uint64_t{0} / d * d, ~uint64_t{0} / d * d - 1};
+    for (int i = 0; i < 2000; ++i) {
+      const uint64_t n = rng() >> (rng() % 64);
+      const uint64_t q = n / d;  // a multiple of d near n, and its neighbours
+      numerators.insert(numerators.end(), {n, q * d, q * d - 1, q * d + d - 1});
+    }
+    for (const uint64_t n : numerators) {
+      ++checked;
+      if (f.div(n) != n / d || f.mod(n) != n % d) {
+        if (++wrong <= 3) UNSCOPED_INFO("d " << d << ", n " << n << ": " << f.div(n) << " r " << f.mod(n));
+      }
+    }
+  }
+  CHECK(checked > 400000);
+  CHECK(wrong == 0);
+}
 
 TEST_CASE("L2 tags: first touch misses, reuse hits, sectors are counted", "[memory][l2]") {
   SectoredTags l2(small_l2());
