@@ -385,7 +385,7 @@ class Parser {
         const long long c = std::strtoll(text.c_str(), &end, 10);
         if (!text.empty() && *end == '\0' && errno == 0 && c >= 1) here = saturating_mul(c, expanded_count(e["ops"]));
       }
-      total = std::min(kSaturated, total + here);
+      total = here > kSaturated - total ? kSaturated : total + here;
     }
     return total;
   }

@@ -110,6 +110,11 @@ TEST_CASE("limits refuse absurd inputs and name the flag that raises them", "[li
                                    "  - repeat: 2\n    ops: [{repeat: 1, ops: [{kind: elementwise, shape: [64]}]}]\n";
   CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(two_then_two)); }),
              Catch::Contains("key 'ops[2]': the repeat block expands to 2 ops and the trace to 4, more than 3 ops"));
+  // 2^80 ops by four nested blocks: the count saturates at 2^62 instead of wrapping.
+  const std::string deep = "xpusim_trace: 1\nops:\n  - repeat: 1048576\n    ops:\n    - repeat: 1048576\n      ops:\n"
+                           "      - repeat: 1048576\n        ops:\n        - repeat: 1048576\n          ops: [{kind: elementwise, shape: [64]}]\n";
+  CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(deep)); }),
+             Catch::Contains("the repeat block expands to 4611686018427387904 ops"));
   const std::string flat_four = "xpusim_trace: 1\nops:\n" + [] {
     std::string ops;
     for (int i = 0; i < 4; ++i) ops += "  - {kind: elementwise, shape: [64]}\n";
