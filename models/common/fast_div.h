@@ -4,9 +4,10 @@
 // the round-up multiplier of 65 bits, its top bit folded in by a halving add). The address map and the
 // cache tags divide by the same few numbers (channels, slices, sets) on every granule a request
 // touches, and a hardware divide costs tens of cycles where this costs a few. The quotients are
-// those of `/` and `%`, for every numerator: the tests compare them over the whole range.
-#include <cassert>
+// those of `/` and `%` for every numerator (tests/unit/memory_test.cpp compares them at the
+// edges and over every magnitude, for divisors of every kind).
 #include <cstdint>
+#include <stdexcept>
 
 namespace xpusim {
 
@@ -14,7 +15,7 @@ class FastDivisor {
  public:
   FastDivisor() : FastDivisor(1) {}
   explicit FastDivisor(uint64_t d) : d_(d) {
-    assert(d > 0);
+    if (d == 0) throw std::invalid_argument("FastDivisor: a divisor of 0");
     shift_ = 63 - __builtin_clzll(d);  // floor(log2 d)
     if ((d & (d - 1)) == 0) {
       kind_ = Kind::kShift;

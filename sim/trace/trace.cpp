@@ -3,8 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -89,7 +88,7 @@ class Parser {
              "unknown key in a repeat block (expected repeat, name, ops)" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
       }
     }
-    const int64_t count = get_int(cx, n["repeat"], path + ".repeat", 1, 1 << 20);
+    const int64_t count = get_int(cx, n["repeat"], path + ".repeat", 1, kMaxRepeat);
     std::string name = "block" + std::to_string(t_.ops.size());
     if (n["name"]) {
       if (!n["name"].IsScalar()) fail(cx.at(n["name"]), path + ".name", "expected a name");
@@ -101,7 +100,7 @@ class Parser {
     if (!ops.IsSequence() || ops.size() == 0) fail(cx.at(ops), path + ".ops", "expected a non-empty list of ops");
     // The block's size is known before it is expanded: a block too large for the limits is
     // refused here, at once, not after expanding as much of it as fits.
-    if (pending_.size() == 1) check_projected(cx.at(n), path, saturating_mul(count, expanded_count(ops)));
+    if (pending_.size() == 1) check_projected(cx.at(n), path, ops, count);
     for (int64_t i = 0; i < count; ++i) {
       std::map<std::string, size_t> inner = scope;  // outer names stay visible
       const std::string p = prefix + name + "[" + std::to_string(i) + "].";
@@ -368,43 +367,42 @@ class Parser {
     return std::nullopt;
   }
 
-  static constexpr int64_t kSaturated = int64_t{1} << 62;
-  static int64_t saturating_mul(int64_t a, int64_t b) { return b != 0 && a > kSaturated / b ? kSaturated : a * b; }
+  static constexpr int64_t kMemoryCheckEvery = 65536;  // ops between check_size's memory checks
 
-  // The ops a list expands to, counting each entry as one op or, for a repeat block whose count
-  // and ops read as such, its count times its ops' (entries that do not read are counted as one
-  // and refused when they are expanded). Saturates at 2^62.
-  static int64_t expanded_count(const YAML::Node& ops) {
-    int64_t total = 0;
-    for (const YAML::Node& e : ops) {
-      int64_t here = 1;
-      if (e.IsMap() && e["repeat"] && e["repeat"].IsScalar() && e["ops"] && e["ops"].IsSequence()) {
-        const std::string text = e["repeat"].Scalar();
-        char* end = nullptr;
-        errno = 0;
-        const long long c = std::strtoll(text.c_str(), &end, 10);
-        if (!text.empty() && *end == '\0' && errno == 0 && c >= 1) here = saturating_mul(c, expanded_count(e["ops"]));
-      }
-      total = here > kSaturated - total ? kSaturated : total + here;
+  // The most ops the trace may have: the ops limit, and the host's memory as check_size counts
+  // it (in whole steps of kMemoryCheckEvery ops).
+  int64_t most_ops() {
+    const limits::Limits& lim = limits::current();
+    int64_t most = lim.ops;
+    if (available_ == 0) available_ = static_cast<double>(limits::host_available_bytes());
+    if (available_ > 0) {
+      const double fit = std::floor(lim.memory_share * available_ / kBytesPerOp / kMemoryCheckEvery) * kMemoryCheckEvery +
+                         kMemoryCheckEvery - 1;
+      if (fit < static_cast<double>(most)) most = static_cast<int64_t>(fit);
     }
-    return total;
+    return most;
   }
 
-  // Refuses a repeat block (the outermost one open) whose `more` ops would take the trace past
-  // the ops limit or past the host's memory.
-  void check_projected(const SourceLoc& at, const std::string& path, int64_t more) {
+  // Refuses a repeat block (the outermost one open) that would take the trace past the ops limit
+  // or past the host's memory, before any of it is expanded.
+  void check_projected(const SourceLoc& at, const std::string& path, const YAML::Node& ops, int64_t repeat) {
     const limits::Limits& lim = limits::current();
-    const int64_t count = std::min(kSaturated, static_cast<int64_t>(t_.ops.size()) + more);
-    const std::string what = "the repeat block expands to " + std::to_string(more) + " ops and the trace to " +
-                             std::to_string(count);
+    const int64_t before = static_cast<int64_t>(t_.ops.size());
+    const int64_t cap = std::max<int64_t>(1, most_ops() - before);
+    bool partial = false;
+    const int64_t body = expanded_count(ops, cap, partial);
+    const int64_t more = saturating_mul(repeat, body);
+    if (more <= cap) return;
+    const int64_t count = std::min(kSaturatedCount, before + more);
+    const std::string least = partial || more == kSaturatedCount ? "at least " : "";  // counting stopped, or saturated
+    const std::string what = "the repeat block expands to " + least + std::to_string(more) + " ops and the trace to " +
+                             least + std::to_string(count);
     if (count > lim.ops) fail(at, path, what + ", more than " + std::to_string(lim.ops) + " ops" + limits::raise_hint("ops"));
-    if (available_ == 0) available_ = static_cast<double>(limits::host_available_bytes());
-    const double need = static_cast<double>(count) * kBytesPerOp;
-    if (available_ > 0 && need > lim.memory_share * available_)
-      fail(at, path, what + ", which would take " + units::format(need, units::Dim::Size) + " to simulate, more than " +
-                         std::to_string(static_cast<int>(lim.memory_share * 100)) + "% of the " +
-                         units::format(available_, units::Dim::Size) + " this host has available" +
-                         limits::raise_hint("memory_share"));
+    fail(at, path, what + ", which would take " + least +
+                       units::format(static_cast<double>(count) * kBytesPerOp, units::Dim::Size) + " to simulate, more than " +
+                       std::to_string(static_cast<int>(lim.memory_share * 100)) + "% of the " +
+                       units::format(available_, units::Dim::Size) + " this host has available" +
+                       limits::raise_hint("memory_share"));
   }
 
   // Refuses the op past the ops limit, or when the trace and the simulation's state for it
@@ -414,7 +412,7 @@ class Parser {
     const size_t count = t_.ops.size() + 1;
     if (count > static_cast<size_t>(lim.ops))
       fail(at, path, "the trace has more than " + std::to_string(lim.ops) + " ops" + limits::raise_hint("ops"));
-    if (count % 65536 != 0) return;
+    if (count % kMemoryCheckEvery != 0) return;
     if (available_ == 0) available_ = static_cast<double>(limits::host_available_bytes());
     const double need = static_cast<double>(count) * kBytesPerOp;
     if (available_ > 0 && need > lim.memory_share * available_)

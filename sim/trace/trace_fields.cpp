@@ -179,4 +179,28 @@ void parse_devices(const Ctx& cx, const YAML::Node& n, const std::string& key, O
   }
 }
 
+int64_t saturating_mul(int64_t a, int64_t b) { return b != 0 && a > kSaturatedCount / b ? kSaturatedCount : a * b; }
+
+int64_t expanded_count(const YAML::Node& ops, int64_t cap, bool& partial) {
+  int64_t total = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const YAML::Node e = ops[i];
+    int64_t here = 1;
+    if (e.IsMap() && e["repeat"] && e["repeat"].IsScalar() && e["repeat"].Tag() != "!" && e["ops"] && e["ops"].IsSequence()) {
+      const std::string text = e["repeat"].Scalar();
+      char* end = nullptr;
+      errno = 0;
+      const long long c = std::strtoll(text.c_str(), &end, 10);
+      if (!text.empty() && *end == '\0' && errno == 0 && c >= 1 && c <= kMaxRepeat)
+        here = saturating_mul(c, expanded_count(e["ops"], cap, partial));
+    }
+    total = here > kSaturatedCount - total ? kSaturatedCount : total + here;
+    if (total > cap) {
+      partial = partial || i + 1 < ops.size();  // entries left uncounted
+      return total;
+    }
+  }
+  return total;
+}
+
 }  // namespace xpusim::trace::detail

@@ -17,6 +17,8 @@ namespace xpusim::trace::detail {
 
 constexpr int64_t kMaxDim = int64_t{1} << 40;  // no single dimension beyond 2^40
 constexpr int64_t kMaxDevice = 4095;
+constexpr int64_t kMaxRepeat = int64_t{1} << 20;        // a repeat block's count
+constexpr int64_t kSaturatedCount = int64_t{1} << 62;   // where expanded_count stops counting
 constexpr const char kSwitchingHelp[] = "expected random, zeros or a number from 0 (zeros) to 1 (random data)";
 
 // Where a field is: the file, and for JSON Lines the record's line in it.
@@ -43,6 +45,16 @@ int64_t get_int(const Ctx& cx, const YAML::Node& n, const std::string& key, int6
 double get_time(const Ctx& cx, const YAML::Node& n, const std::string& key, double most_s, const std::string& most_text,
                 const std::string& example);
 double get_double(const Ctx& cx, const YAML::Node& n, const std::string& key, double lo, double hi);
+
+// a * b for non-negative counts, kSaturatedCount where that is passed.
+int64_t saturating_mul(int64_t a, int64_t b);
+// The ops a list of trace entries expands to, counting each entry as one op or, for a repeat
+// block whose count and ops read as the expansion will read them (a plain whole number from 1 to
+// kMaxRepeat, a list), its count times its ops' (entries that do not read are counted as one and
+// refused when they are expanded). Saturates at kSaturatedCount. Stops once the count passes
+// `cap`, setting `partial` where entries were left uncounted: aliases let a small file name a
+// tree of 2^60 entries, which must not be walked either.
+int64_t expanded_count(const YAML::Node& ops, int64_t cap, bool& partial);
 bool get_bool(const Ctx& cx, const YAML::Node& n, const std::string& key);
 Dtype get_dtype(const Ctx& cx, const YAML::Node& n, const std::string& key);
 // One of `choices`, or an error listing them with the closest as a hint.

@@ -114,7 +114,25 @@ TEST_CASE("limits refuse absurd inputs and name the flag that raises them", "[li
   const std::string deep = "xpusim_trace: 1\nops:\n  - repeat: 1048576\n    ops:\n    - repeat: 1048576\n      ops:\n"
                            "      - repeat: 1048576\n        ops:\n        - repeat: 1048576\n          ops: [{kind: elementwise, shape: [64]}]\n";
   CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(deep)); }),
-             Catch::Contains("the repeat block expands to 4611686018427387904 ops"));
+             Catch::Contains("the repeat block expands to at least 4611686018427387904 ops"));
+  // Aliases: 40 levels, each naming the one below twice, are 2^40 ops in a file of 2 kB; the
+  // count stops once it passes the limit instead of walking the tree.
+  std::string aliases = "xpusim_trace: 1\nops:\n  - repeat: 1\n    ops:\n      - &b0 {repeat: 1, ops: [{kind: elementwise, shape: [64]}]}\n";
+  for (int i = 1; i <= 40; ++i)
+    aliases += "      - &b" + std::to_string(i) + " {repeat: 1, ops: [*b" + std::to_string(i - 1) + ", *b" + std::to_string(i - 1) + "]}\n";
+  CHECK_THAT(error_of([&] { xpusim::trace::load_trace(temp_file(aliases)); }),
+             Catch::Contains("key 'ops[0]': the repeat block expands to at least ") && Catch::Contains("more than 3 ops"));
+  // An inner count the expansion refuses is counted as one op, so its own error is the one given.
+  CHECK_THAT(error_of([&] {
+               xpusim::trace::load_trace(temp_file("xpusim_trace: 1\nops:\n  - repeat: 2\n    ops:\n      - repeat: 5000000\n"
+                                                   "        ops: [{kind: elementwise, shape: [64]}]\n"));
+             }),
+             Catch::Contains("key 'ops[0].ops[0].repeat': value 5000000 is out of range"));
+  CHECK_THAT(error_of([&] {
+               xpusim::trace::load_trace(temp_file("xpusim_trace: 1\nops:\n  - repeat: 2\n    ops:\n      - repeat: \"5000\"\n"
+                                                   "        ops: [{kind: elementwise, shape: [64]}]\n"));
+             }),
+             Catch::Contains("key 'ops[0].ops[0].repeat'"));
   const std::string flat_four = "xpusim_trace: 1\nops:\n" + [] {
     std::string ops;
     for (int i = 0; i < 4; ++i) ops += "  - {kind: elementwise, shape: [64]}\n";

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
 #include <string>
 
 #include "models/common/bandwidth_resource.h"
@@ -56,6 +57,7 @@ TEST_CASE("division by an invariant divisor gives the quotient and remainder of 
   }
   CHECK(checked > 400000);
   CHECK(wrong == 0);
+  CHECK_THROWS_AS(FastDivisor(0), std::invalid_argument);
 }
 
 TEST_CASE("L2 tags: first touch misses, reuse hits, sectors are counted", "[memory][l2]") {
