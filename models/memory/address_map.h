@@ -38,7 +38,7 @@ class AddressMap {
     Location l;
     l.channel = static_cast<uint32_t>(by_channels_.mod(g - group * channels_ + mix(group)));
     l.die = static_cast<uint32_t>(by_channels_per_die_.div(l.channel));
-    const uint32_t per_die = slices_ / dies_;
+    const uint32_t per_die = static_cast<uint32_t>(by_slices_per_die_.divisor());
     l.slice = l.die * per_die + static_cast<uint32_t>(by_slices_per_die_.mod(mix(g ^ 0x9e3779b97f4a7c15ull)));
     l.local = group * granule_ + (addr - g * granule_);
     return l;

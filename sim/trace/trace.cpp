@@ -369,13 +369,27 @@ class Parser {
 
   static constexpr int64_t kMemoryCheckEvery = 65536;  // ops between check_size's memory checks
 
+  // The host's available memory, read when first needed (0: unknown).
+  double available() {
+    if (available_ == 0) available_ = static_cast<double>(limits::host_available_bytes());
+    return available_;
+  }
+
+  // "which would take X to simulate, more than N% of the Y this host has available (...)" for
+  // `count` ops (`least`: "at least " where the count is a lower bound).
+  std::string memory_clause(double count, const std::string& least = "") {
+    const limits::Limits& lim = limits::current();
+    return "which would take " + least + units::format(count * kBytesPerOp, units::Dim::Size) + " to simulate, more than " +
+           std::to_string(static_cast<int>(lim.memory_share * 100)) + "% of the " +
+           units::format(available(), units::Dim::Size) + " this host has available" + limits::raise_hint("memory_share");
+  }
+
   // The most ops the trace may have: the ops limit, and the host's memory as check_size counts
   // it (in whole steps of kMemoryCheckEvery ops).
   int64_t most_ops() {
     const limits::Limits& lim = limits::current();
     int64_t most = lim.ops;
-    if (available_ == 0) available_ = static_cast<double>(limits::host_available_bytes());
-    if (available_ > 0) {
+    if (available() > 0) {
       const double fit = std::floor(lim.memory_share * available_ / kBytesPerOp / kMemoryCheckEvery) * kMemoryCheckEvery +
                          kMemoryCheckEvery - 1;
       if (fit < static_cast<double>(most)) most = static_cast<int64_t>(fit);
@@ -398,11 +412,7 @@ class Parser {
     const std::string what = "the repeat block expands to " + least + std::to_string(more) + " ops and the trace to " +
                              least + std::to_string(count);
     if (count > lim.ops) fail(at, path, what + ", more than " + std::to_string(lim.ops) + " ops" + limits::raise_hint("ops"));
-    fail(at, path, what + ", which would take " + least +
-                       units::format(static_cast<double>(count) * kBytesPerOp, units::Dim::Size) + " to simulate, more than " +
-                       std::to_string(static_cast<int>(lim.memory_share * 100)) + "% of the " +
-                       units::format(available_, units::Dim::Size) + " this host has available" +
-                       limits::raise_hint("memory_share"));
+    fail(at, path, what + ", " + memory_clause(static_cast<double>(count), least));
   }
 
   // Refuses the op past the ops limit, or when the trace and the simulation's state for it
@@ -413,14 +423,8 @@ class Parser {
     if (count > static_cast<size_t>(lim.ops))
       fail(at, path, "the trace has more than " + std::to_string(lim.ops) + " ops" + limits::raise_hint("ops"));
     if (count % kMemoryCheckEvery != 0) return;
-    if (available_ == 0) available_ = static_cast<double>(limits::host_available_bytes());
-    const double need = static_cast<double>(count) * kBytesPerOp;
-    if (available_ > 0 && need > lim.memory_share * available_)
-      fail(at, path, "the trace has " + std::to_string(count) + " ops so far, which would take " +
-                         units::format(need, units::Dim::Size) + " to simulate, more than " +
-                         std::to_string(static_cast<int>(lim.memory_share * 100)) + "% of the " +
-                         units::format(available_, units::Dim::Size) + " this host has available" +
-                         limits::raise_hint("memory_share"));
+    if (available() > 0 && static_cast<double>(count) * kBytesPerOp > lim.memory_share * available_)
+      fail(at, path, "the trace has " + std::to_string(count) + " ops so far, " + memory_clause(static_cast<double>(count)));
   }
 
   // Memory a run takes per op (the op, its lowered kernel, results, counters, report), as
@@ -438,7 +442,7 @@ class Parser {
   Trace& t_;
   std::map<std::string, size_t> names_;
   std::vector<std::vector<Pending>> pending_{1};  // per open repeat iteration, the trace's at the bottom
-  double available_ = 0;  // host memory available, read when first needed
+  double available_ = 0;  // available()'s reading
 };
 
 void check_header(const Ctx& cx, const YAML::Node& root, Trace& t, bool jsonl) {
