@@ -12,6 +12,7 @@
 
 #include "sim/config/config_loader.h"
 #include "sim/config/limits.h"
+#include "sim/engine/kernel_cache.h"
 #include "sim/engine/simulate.h"
 #include "sim/error.h"
 #include "sim/report/isolated.h"
@@ -34,12 +35,19 @@ trace::Trace load_trace(const std::string& path, const std::vector<std::string>&
 }
 
 std::string run(const std::string& config, const std::string& trace, const std::vector<std::string>& set,
-                const std::vector<std::string>& trace_set, const std::string& fidelity, double tolerance) {
+                const std::vector<std::string>& trace_set, const std::string& fidelity, double tolerance,
+                const std::string& kernel_cache, const std::string& kernel_cache_out) {
   engine::SimOptions opt;
   if (fidelity == "fast") opt.fidelity = engine::Fidelity::fast;
   else if (fidelity != "exact") throw UserError("fidelity must be 'fast' or 'exact', got '" + fidelity + "'");
   if (!(tolerance > 0 && tolerance <= 0.5)) throw UserError("tolerance must be above 0 and at most 0.5");
   opt.tolerance = tolerance;
+  if (!kernel_cache.empty() && opt.fidelity != engine::Fidelity::fast)
+    throw UserError("kernel_cache applies to fidelity 'fast' (kernels replayed from a record)");
+  if (kernel_cache.empty() && !kernel_cache_out.empty())
+    throw UserError("kernel_cache_out goes with kernel_cache (the file whose records the run reuses)");
+  opt.kernel_cache = kernel_cache;
+  opt.kernel_cache_out = kernel_cache_out;
   const config::LoadedConfig cfg = config::load_config(config, set);
   const trace::Trace t = load_trace(trace, trace_set);
   // The fork with the interpreter lock held: no other Python thread is then inside a library
@@ -89,11 +97,14 @@ PYBIND11_MODULE(_xpusim, m) {
   m.doc() = "xpusim's native part; use the xpusim package";
   py::register_exception<UserError>(m, "Error", PyExc_ValueError);
   m.attr("__version__") = kVersion;
+  engine::read_engine_digest();  // the kernel cache's: of the module as loaded
   // The source tree the module was built from: its configs/runtimes/ and the serving package
   // that `xpusim serve` (and so xpusim.serve()) runs.
   m.attr("source_dir") = XPUSIM_SOURCE_DIR;
   m.def("run", &run, py::arg("config"), py::arg("trace"), py::arg("set"), py::arg("trace_set"), py::arg("fidelity"),
-        py::arg("tolerance"), "Simulates; returns report.json's text");
+        py::arg("tolerance"), py::arg("kernel_cache") = "", py::arg("kernel_cache_out") = "",
+        "Simulates; returns report.json's text. kernel_cache: a kernel cache file whose records the run reuses "
+        "(fast fidelity), its new ones appended there or to kernel_cache_out");
   m.def("resolved", &resolved, py::arg("config"), py::arg("set"),
         "The config's resolved values as text, by dotted key (`xpusim describe --config` without the sources)");
   m.def("check", &check, py::arg("config"), py::arg("trace"), py::arg("set"), py::arg("trace_set"),

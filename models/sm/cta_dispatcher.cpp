@@ -101,10 +101,16 @@ void CtaDispatcher::submit(KernelRun* k) {
       if (fp_.memoise && !k->memo_key.empty()) {
         w.key = k->memo_key + "\nafter: " + last_key_;
         const auto hit = memo_->find(w.key);
-        if (hit != memo_->end() && hit->second.warm) {
+        // A kernel cache's entry: the run's first instance replays the recording run's first.
+        const bool first_cached = hit != memo_->end() && hit->second.from_file && hit->second.seen == 0 &&
+                                  !hit->second.cold.empty();
+        if (hit != memo_->end() && (hit->second.warm || first_cached)) {
+          MemoEntry& e = hit->second;
           const uint64_t total = k->program->num_ctas();
-          k->reused_from = hit->second.source_op;
-          k->profile = hit->second.profile;
+          ++e.seen;
+          k->reused_from = first_cached ? -1 : e.source_op;
+          k->reused_cached = k->reused_from < 0;
+          k->profile = first_cached ? e.cold : e.profile;
           k->next_cta = k->done_ctas = total;
           ctas_done_ += total;
           holder_ = k;
@@ -162,9 +168,7 @@ void CtaDispatcher::finish(KernelRun* k) {
     const Watch& w = it->second;
     // Recorded only when the kernel had the GPU to itself from submission to end.
     if (!w.key.empty() && w.submission == submissions_) {
-      MemoEntry e;
-      e.source_op = k->index;
-      e.warm = memo_->count(w.key) > 0;  // the second instance is the one reused
+      std::vector<Replay> profile;
       const Snapshot end = snapshot(k);
       // A compute-bound kernel (its SMs' pipes busy most of its time) repeats in cycles at
       // whatever clock the governor runs; a memory-bound one in seconds.
@@ -180,10 +184,17 @@ void CtaDispatcher::finish(KernelRun* k) {
         seg.counters = minus(to.counters, from->counters);
         seg.stats.resize(stats_.size());
         for (size_t j = 0; j < stats_.size(); ++j) seg.stats[j] = to.stats[j] - from->stats[j];
-        e.profile.push_back(std::move(seg));
+        profile.push_back(std::move(seg));
         from = &to;
       }
-      (*memo_)[w.key] = std::move(e);
+      // The first instance is kept (the kernel cache saves it); the second is the one reused.
+      MemoEntry& e = (*memo_)[w.key];
+      e.warm = e.seen > 0 || !e.cold.empty();
+      if (e.cold.empty()) e.cold = profile;
+      e.profile = std::move(profile);
+      e.source_op = k->index;
+      e.changed = true;
+      ++e.seen;
     }
     watched_.erase(it);
   }
@@ -395,7 +406,7 @@ void CtaDispatcher::play(KernelRun* k) {
     const Replay& r = k->pending;
     accrue(k, r.counters, r.stats, 1.0, r.amount, r.in_cycles, true);
   }
-  if (k->reused_from < 0) k->extrapolated_s += sc_core::sc_time_stamp().to_seconds() - t0;  // left-out waves or steps
+  if (k->reused_from < 0 && !k->reused_cached) k->extrapolated_s += sc_core::sc_time_stamp().to_seconds() - t0;  // left-out waves or steps
   finish(k);
 }
 

@@ -60,12 +60,19 @@ struct StepRate {
 
 struct MemoEntry {
   std::vector<Replay> profile;  // the kernel in segments over its time, played in order
-  int source_op = -1;  // the op whose simulation is reused
+  int source_op = -1;  // the op whose simulation is reused; -1: one of a kernel cache's
   // Simulated once so far: the first instance of a repeated kernel meets a memory system not yet
   // in its steady state (an L2 that the layers before it have not filled with their dirty
   // data, so it writes back less), so the second instance is simulated too, and that one is
   // reused.
   bool warm = false;
+  // The kernel cache (sim/engine/kernel_cache.h) keeps both instances: `cold` is the first's
+  // profile. An entry loaded from it stands for its recording run's instances in order: a run's
+  // first instance of the kernel replays `cold`, the later ones `profile` (once warm).
+  std::vector<Replay> cold;
+  bool from_file = false;  // loaded from a kernel cache
+  bool changed = false;    // recorded or made warm by this run: the kernel cache saves it
+  int seen = 0;            // this run's instances recorded or reused
 };
 
 // Shared by the dispatchers of every simulated GPU of a run.

@@ -32,6 +32,7 @@ struct KernelRun {
   // another's (its op and program, addresses aside); empty: never reused nor recorded.
   std::string memo_key;
   int reused_from = -1;            // the op whose recorded time and counters this kernel reused
+  bool reused_cached = false;      // it reused a kernel cache's record (sim/engine/kernel_cache.h)
   uint64_t extrapolated_ctas = 0;  // CTAs not simulated, counted from the steady waves
   double extrapolated_s = 0;       // the time they took (in the replay)
   Replay pending;                  // left-out work, played back when the simulated CTAs are done

@@ -84,25 +84,35 @@ class _Inputs:
             self._tmp.cleanup()
 
 
-def run(config, trace, set=None, trace_set=None, fidelity="fast", tolerance=None, out=None):
+def run(config, trace, set=None, trace_set=None, fidelity="fast", tolerance=None, out=None, kernel_cache=None):
     """Simulates `trace` on `config`; returns the report (report.json, docs/report-format.md) as a dict.
 
     set: config overrides, {"sm.count": 100} or ["sm.count=100"] (as --set); trace_set: trace
     overrides such as {"dtype": "fp8"} (as --trace-set); fidelity: "fast" or "exact"; out: a
-    folder for the reports `xpusim run --out` writes (report.html, summary.md, timeline.json, ...)."""
+    folder for the reports `xpusim run --out` writes (report.html, summary.md, timeline.json, ...);
+    kernel_cache: a file of kernels earlier runs simulated, replayed where met again, and this
+    run's new ones appended (as --kernel-cache; docs/performance.md)."""
     if tolerance is not None and fidelity == "exact":
         raise ValueError("tolerance applies to fidelity='fast' (how steady a state must be to extrapolate it); "
                          "fidelity='exact' simulates every CTA")
+    if kernel_cache is not None and fidelity == "exact":
+        raise ValueError("kernel_cache applies to fidelity='fast' (kernels replayed from a record); "
+                         "fidelity='exact' simulates every kernel")
+    kernels = "" if kernel_cache is None else _path(kernel_cache, "kernel_cache")
+    if kernel_cache is not None and not kernels:
+        raise ValueError("kernel_cache names a file; it is empty")
     tolerance = 0.01 if tolerance is None else _number(tolerance, "tolerance")
     with _Inputs() as inputs:
         c, t = inputs.path(config, "config"), inputs.path(trace, "trace")
         sets, trace_sets = _assignments(set, "set"), _assignments(trace_set, "trace_set")
         if out is None:
-            text = _native().run(c, t, sets, trace_sets, fidelity, tolerance)
+            text = _native().run(c, t, sets, trace_sets, fidelity, tolerance, kernels)
             return json.loads(text)
         cmd = [_cli(), "run", "-q", "--config", c, "--trace", t, "--out", _path(out, "out"), "--fidelity", str(fidelity)]
         if fidelity == "fast":  # the binary refuses a tolerance with exact fidelity, where nothing is extrapolated
             cmd += ["--tolerance", repr(tolerance)]
+        if kernels:
+            cmd += ["--kernel-cache", kernels]
         cmd += sum((["--set", x] for x in sets), []) + sum((["--trace-set", x] for x in trace_sets), [])
         _command(cmd)
     with open(os.path.join(os.fspath(out), "report.json")) as f:

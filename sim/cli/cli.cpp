@@ -241,7 +241,9 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override a config value: --set hbm.data_rate=\"6.4 GT/s\" (repeatable)")
       ("trace-set", po::value<std::vector<std::string>>()->composing(), "override every op's dtype, weight_dtype, sparsity or switching: --trace-set dtype=fp8 (repeatable)")
       ("out,o", po::value<std::string>()->default_value("xpusim-out"), "directory for report.json, report.html, summary.md, ops.csv, timeline.json (Chrome trace events), resolved-config.yaml")
-      ("show-ops", po::value<int>()->default_value(20), "rows of ops on the terminal: every op where they fit, else the longest, the instances of each repeated op (layer[*].up) summed into one row");
+      ("show-ops", po::value<int>()->default_value(20), "rows of ops on the terminal: every op where they fit, else the longest, the instances of each repeated op (layer[*].up) summed into one row")
+      ("kernel-cache", po::value<std::string>(), "fast: a file of kernels simulated by earlier runs on the same config and engine; a kernel met again in the same state (after the same kernel) replays its record, and this run's new kernels are appended (docs/performance.md)")
+      ("kernel-cache-out", po::value<std::string>(), "with --kernel-cache: append this run's new kernels to this file instead (to merge them into the cache later, in an order of one's choosing)");
   add_fidelity(d);
   add_limits(d);
   const auto parsed = parse_command(cmd, args, d, out);
@@ -252,6 +254,19 @@ int cmd_run(const std::string& cmd, const std::vector<std::string>& args, std::o
   if (vm["show-ops"].as<int>() < 1) throw UsageError("xpusim run: --show-ops must be at least 1");
   apply_limits(vm);
   engine::SimOptions sim_opt = sim_options(cmd, vm);
+  if (vm.count("kernel-cache")) {
+    if (sim_opt.fidelity != engine::Fidelity::fast)
+      throw UsageError("xpusim run: --kernel-cache applies to --fidelity fast (kernels replayed from a record); "
+                       "--fidelity exact simulates every kernel");
+    sim_opt.kernel_cache = vm["kernel-cache"].as<std::string>();
+    if (sim_opt.kernel_cache.empty()) throw UsageError("xpusim run: --kernel-cache needs a file name");
+    if (vm.count("kernel-cache-out")) {
+      sim_opt.kernel_cache_out = vm["kernel-cache-out"].as<std::string>();
+      if (sim_opt.kernel_cache_out.empty()) throw UsageError("xpusim run: --kernel-cache-out needs a file name");
+    }
+  } else if (vm.count("kernel-cache-out")) {
+    throw UsageError("xpusim run: --kernel-cache-out goes with --kernel-cache");
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
   const config::LoadedConfig cfg = config::load_config(vm["config"].as<std::string>(), sets(vm));

@@ -9,6 +9,7 @@
 #include "models/power/governor.h"
 #include "sim/engine/target.h"
 #include "sim/engine/workload_driver.h"
+#include "sim/io/log.h"
 #include "sim/lower/accel_lowering.h"
 
 // The dataflow accelerator (kind: accelerator, docs/architecture.md): one queue, ops in trace
@@ -69,7 +70,9 @@ class AcceleratorTarget : public Target {
     return {};
   }
 
-  void run(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult& out, const SimOptions&) const override {
+  void run(const config::LoadedConfig& cfg, const trace::Trace& t, SimResult& out, const SimOptions& opt) const override {
+    if (!opt.kernel_cache.empty())
+      log::warn("--kernel-cache: the accelerator's mapping is analytical and has no kernels to replay; the cache is not used");
     // Ops run in trace order (the accelerator has one queue).
     out.accel_ops = lower::lower_accelerator(cfg, t);
     const PowerParams& pw = cfg.chip.accel.power;

@@ -25,6 +25,7 @@ class GpuSystem : public sc_core::sc_module {
   static AddressMap address_map(const config::GpuConfig& cfg);
   // The fast fidelity (models/sm/fast_path.h) on this GPU's dispatcher.
   void enable_fast_path(const FastPathParams& p, MemoTable* memo);
+  size_t stat_count() const { return end_stat_ - first_stat_; }  // statistics a replay's segment carries
 
  private:
   StatRegistry& registry_;

@@ -17,6 +17,7 @@
 #include "sim/config/units.h"
 #include "sim/engine/gpu_system.h"
 #include "sim/engine/isolated.h"
+#include "sim/engine/kernel_cache.h"
 #include "sim/engine/power_manager.h"
 #include "sim/engine/target.h"
 #include "sim/engine/workload_driver.h"
@@ -97,6 +98,9 @@ std::vector<SteadyLoad> probe_steady_load(const Target& target, const config::Lo
   p.peak_ratio = 0;
   SimOptions o = opt;
   o.progress = nullptr;
+  // Its kernels run uncapped under the capped config's digest: they must not reach the cache.
+  o.kernel_cache.clear();
+  o.kernel_cache_out.clear();
   const pid_t parent = getpid();
   std::istringstream in(finish_isolated(start_isolated([&] {
     // The probe ends with its parent (a sweep's timeout, an interrupted Python call).
@@ -331,6 +335,10 @@ void GpuTarget::run(const config::LoadedConfig& cfg, const trace::Trace& t, SimR
     fp.replay_tick_s = g.power.capped() ? g.power.control_period_s : 1e-4;
     for (auto& sys : systems) sys->enable_fast_path(fp, &memo);
   }
+  // A trace of collectives alone simulates no GPU's SMs: no kernel to record or replay.
+  const uint64_t cache_digest =
+      fast && !opt.kernel_cache.empty() && !systems.empty() ? kernel_cache_digest(cfg, opt.tolerance) : 0;
+  if (cache_digest) load_kernel_cache(opt.kernel_cache, cache_digest, systems.front()->stat_count(), memo);
   bool any_collective = false;
   for (const auto& op : t.ops) any_collective = any_collective || op.is_collective();
   std::unique_ptr<Fabric> fabric;
@@ -456,6 +464,7 @@ void GpuTarget::run(const config::LoadedConfig& cfg, const trace::Trace& t, SimR
     out.stall = driver.stall();
     return;
   }
+  if (cache_digest) save_kernel_cache(opt.kernel_cache_out.empty() ? opt.kernel_cache : opt.kernel_cache_out, cache_digest, memo);
   const double end = sc_core::sc_time_stamp().to_seconds();
   for (auto& sys : systems) sys->finalize(end);
   if (power)

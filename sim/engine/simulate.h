@@ -28,6 +28,9 @@ struct Progress {
 struct SimOptions {
   Fidelity fidelity = Fidelity::exact;
   double tolerance = 0.01;  // fast: largest per-wave change that counts as a steady state
+  // fast: the kernel cache (sim/engine/kernel_cache.h) whose records this run reuses, and the
+  // file its new records are appended to (empty: the same file). Empty: none.
+  std::string kernel_cache, kernel_cache_out;
   // Called now and then during the simulation (at most every quarter second of wall time); the
   // callee decides what to print.
   std::function<void(const Progress&)> progress;

@@ -13,12 +13,14 @@ void set_fidelity(Report& rep, const trace::Trace& t, const engine::SimResult& r
     if (res.collective || !res.lowered.program) continue;
     OpReport& o = rep.ops[i];
     o.reused_from = res.run.reused_from;
+    o.reused_cached = res.run.reused_cached;
     o.extrapolated_ctas = static_cast<long long>(res.run.extrapolated_ctas);
     o.extrapolated_steps = static_cast<long long>(res.run.skipped_steps);
     o.extrapolated_s = res.run.extrapolated_s;
     if (o.extrapolated_ctas > 0 || o.extrapolated_steps > 0) ++f.extrapolated_ops;
     f.ctas += o.ctas;
-    if (o.reused_from >= 0) ++f.reused_ops;
+    if (o.reused_from >= 0 || o.reused_cached) ++f.reused_ops;
+    if (o.reused_cached) ++f.cached_ops;
     f.extrapolated_ctas += o.extrapolated_ctas;
     f.extrapolated_steps += o.extrapolated_steps;
   }
@@ -32,6 +34,7 @@ void set_fidelity(Report& rep, const trace::Trace& t, const engine::SimResult& r
     os << "every kernel simulated in full (none repeated another, no steady waves to skip)";
   } else {
     os << f.reused_ops << " of " << t.ops.size() << " ops reused an identical earlier kernel's result";
+    if (f.cached_ops > 0) os << " (" << f.cached_ops << " of them from the kernel cache)";
     if (f.ctas > 0)
       os << "; " << f.extrapolated_ctas << " of " << f.ctas << " CTAs ("
          << static_cast<int>(100.0 * static_cast<double>(f.extrapolated_ctas) / static_cast<double>(f.ctas) + 0.5)
@@ -47,6 +50,7 @@ void write_fidelity(JsonWriter& w, const FidelityInfo& f) {
   w.field("mode", f.mode);
   if (f.mode != "exact") {
     w.field("tolerance", f.tolerance).field("reused_ops", static_cast<long long>(f.reused_ops));
+    if (f.cached_ops > 0) w.field("cached_ops", static_cast<long long>(f.cached_ops));
     w.field("extrapolated_ctas", f.extrapolated_ctas).field("ctas", f.ctas);
     w.field("extrapolated_ops", static_cast<long long>(f.extrapolated_ops));
   }
@@ -55,9 +59,11 @@ void write_fidelity(JsonWriter& w, const FidelityInfo& f) {
 }
 
 void write_op_fidelity(JsonWriter& w, const Report& rep, const OpReport& o) {
-  if (o.reused_from < 0 && o.extrapolated_ctas == 0 && o.extrapolated_steps == 0) return;
+  if (o.reused_from < 0 && !o.reused_cached && o.extrapolated_ctas == 0 && o.extrapolated_steps == 0) return;
   w.key("fidelity").begin_object();
-  if (o.reused_from >= 0) {
+  if (o.reused_cached) {
+    w.field("reused_from_cache", true);
+  } else if (o.reused_from >= 0) {
     w.field("reused_from", rep.ops[static_cast<size_t>(o.reused_from)].name);
     w.field("reused_from_index", static_cast<long long>(o.reused_from));
   } else {

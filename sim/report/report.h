@@ -77,6 +77,7 @@ struct OpReport {
   std::vector<accel::AccelOp::Part> mappings;  // accelerator: each GEMM's chosen mapping
   // Fast fidelity: the op whose simulation this one reused, or the CTAs it extrapolated.
   int reused_from = -1;
+  bool reused_cached = false;  // reused a kernel cache's record (--kernel-cache)
   long long extrapolated_ctas = 0;
   long long extrapolated_steps = 0;  // steps the simulated CTAs left out, all together
   double extrapolated_s = 0;
@@ -87,6 +88,7 @@ struct FidelityInfo {
   std::string mode = "exact";
   double tolerance = 0;
   int reused_ops = 0;             // kernels that reused an earlier op's result
+  int cached_ops = 0;             // of them, those that reused a kernel cache's record
   long long extrapolated_ctas = 0;  // CTAs counted from steady waves, not simulated
   int extrapolated_ops = 0;         // ops with CTAs or steps extrapolated
   long long ctas = 0;             // CTAs of every kernel (first GPU)

@@ -35,6 +35,27 @@ def test_overrides_and_inputs_given_as_dicts():
     assert exact["total"]["time_s"] == pytest.approx(full["total"]["time_s"], rel=0.01)
 
 
+def test_a_kernel_cache_replays_an_earlier_runs_kernels(tmp_path):
+    card = os.path.join(ROOT, "tests", "data", "models", "tiny-llama.yaml")
+    t = xpusim.trace(card, phase="decode", batch=4, context=512, layers=1)
+    cache = tmp_path / "run.kernels"
+    first = xpusim.run(H100, t, kernel_cache=cache)
+    assert first["fidelity"].get("cached_ops", 0) == 0 and cache.stat().st_size > 0
+    again = xpusim.run(H100, t, kernel_cache=cache)
+    assert again["fidelity"]["cached_ops"] == len(again["ops"])
+    assert again["total"]["time_s"] == first["total"]["time_s"]
+    # Through the binary (out=): another engine's bytes, so its own records, then replayed.
+    for n, out in enumerate((tmp_path / "a", tmp_path / "b")):
+        by_binary = xpusim.run(H100, t, kernel_cache=cache, out=out)
+        assert by_binary["fidelity"].get("cached_ops", 0) == n * len(by_binary["ops"])
+        assert by_binary["total"]["time_s"] == first["total"]["time_s"]
+    with pytest.raises(ValueError, match="kernel_cache applies to fidelity='fast'"):
+        xpusim.run(H100, t, fidelity="exact", kernel_cache=cache)
+    (tmp_path / "bad.kernels").write_text("not a cache\n")
+    with pytest.raises(xpusim.Error, match="bad.kernels: not a kernel cache"):
+        xpusim.run(H100, t, kernel_cache=tmp_path / "bad.kernels")
+
+
 def test_bad_input_raises_xpusim_error_with_file_line_and_key():
     with pytest.raises(xpusim.Error, match=r"key 'sm\.cout': unknown key .*did you mean 'sm\.count'"):
         xpusim.run(H100, GEMM, set={"sm.cout": 1})

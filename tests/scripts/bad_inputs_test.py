@@ -235,6 +235,8 @@ CASES = {
     "cli-quiet-and-verbose.args": ("--quiet with --verbose", r"give --verbose or --quiet, not both", 2),
     "cli-out-empty.args": ("an empty --out", r"the output folder's name is empty", 1),
     "cli-out-is-a-file.args": ("--out naming a file", r"h100-sxm\.yaml: cannot create output directory \(it exists and is not a folder\)", 1),
+    "cli-kernel-cache-with-exact.args": ("--kernel-cache where no kernel is replayed", r"--kernel-cache applies to --fidelity fast", 2),
+    "cli-kernel-cache-not-a-cache.args": ("--kernel-cache naming a file that is not one", r"h100-sxm\.yaml: not a kernel cache \(it does not start with 'xpusim kernel cache 1'\)", 1),
     "cli-tolerance-nan.args": ("--tolerance nan", r"--tolerance must be above 0 and at most 0\.5", 2),
     "cli-fidelity-typo.args": ("a misspelt --fidelity", r"--fidelity must be fast or exact, got 'exakt'", 2),
     "cli-limit-unknown.args": ("an unknown --limit", r"--limit 'nosuch=5': unknown limit 'nosuch'", 2),

@@ -296,7 +296,7 @@ class StepComposition(unittest.TestCase):
         def content_fingerprint(self):
             return "fake"
 
-        def simulate(self, phase, batch, length, past=0):
+        def simulate(self, phase, batch, length, past=0, kernels_in=None, kernels_out=None):
             # The collectives take a tenth of the dense part's time.
             if phase == "decode":
                 attn = 1e-7 * batch * length
@@ -464,7 +464,7 @@ class StepCacheFile(unittest.TestCase):
 
     def test_a_step_that_is_not_finite_is_never_cached(self):
         class NaNSteps(StepComposition.Fake):
-            def simulate(self, phase, batch, length, past=0):
+            def simulate(self, phase, batch, length, past=0, kernels_in=None, kernels_out=None):
                 return [float("nan"), 1.0, 0.0, 0.0, 0.0]
         out = tempfile.mkdtemp()
         m = NaNSteps(args(out=out, max_context=8192, bucket_ratio=1.5), {"layers": 2}, out)
@@ -657,6 +657,19 @@ class Command(unittest.TestCase):
         self.assertIn("--max-seqs must be at least 1", p.stderr)
 
 
+class KernelLeaders(unittest.TestCase):
+    """Points simulated with the kernel cache: a decode point waits for the first point of its
+    phase and batch and reuses its kernels; the others wait for none."""
+    def test_leaders(self):
+        m = serve.StepModel.__new__(serve.StepModel)
+        m.kernels = "k"
+        todo = [("decode", 8, 16, 0), ("decode", 8, 24, 0), ("prefill", 1, 16, 0), ("prefill", 1, 24, 0),
+                ("decode", 16, 16, 0), ("decode_mixed", 8, 16, 0), ("decode", 16, 24, 0), ("decode", 8, 32, 0)]
+        self.assertEqual(m.leaders(todo), [None, 0, None, None, None, None, 4, 0])
+        m.kernels = None  # without the kernel cache, none
+        self.assertEqual(m.leaders(todo), [None] * 8)
+
+
 class EndToEnd(unittest.TestCase):
     def test_a_small_stream_on_the_engine(self):
         out = tempfile.mkdtemp()
@@ -682,6 +695,26 @@ class EndToEnd(unittest.TestCase):
         self.assertLess(s["tpot_s"]["p50"], 0.5e-3)
         self.assertGreater(s["joules_per_output_token"], 0)
         self.assertGreater(s["step_cache"]["buckets"], 0)
+        # The steps' kernels went to the kernel cache beside the step cache.
+        kernels = os.path.join(out, "step-cache.kernels")
+        with open(kernels, "rb") as f:
+            recorded = f.read()
+        self.assertTrue(recorded.startswith(b"xpusim kernel cache 1\n") and len(recorded) > 1000)
+        # Cut short (a run killed while writing it), it is one line naming it, and left as it is;
+        # --no-kernel-cache runs without it.
+        out2 = tempfile.mkdtemp()
+        with open(os.path.join(out2, "step-cache.kernels"), "wb") as f:
+            f.write(recorded[:-3])
+        cut = [out2 if x == out else x for x in p.args]
+        bad = subprocess.run(cut, capture_output=True, text=True)
+        self.assertEqual(bad.returncode, 1, bad.stderr)
+        self.assertEqual(len(bad.stderr.strip().splitlines()), 1, bad.stderr)
+        self.assertIn(os.path.join(out2, "step-cache.kernels") + ": the kernel cache's record at byte", bad.stderr)
+        self.assertIn("cut short", bad.stderr)
+        ok = subprocess.run(cut + ["--no-kernel-cache", "--overwrite", "-q"], capture_output=True, text=True)
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        with open(os.path.join(out2, "step-cache.kernels"), "rb") as f:
+            self.assertEqual(f.read(), recorded[:-3])
         # The folder now holds a run's results: the same command is refused, naming them.
         again = subprocess.run(p.args, capture_output=True, text=True)
         self.assertEqual(again.returncode, 1)

@@ -162,6 +162,9 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=0, help="step simulations run at once (default: the CPUs)")
     ap.add_argument("--step-cache", default=None,
                     help="the step cache's file (default OUT/step-cache.json); runs of one setup may share it")
+    ap.add_argument("--no-kernel-cache", dest="kernel_cache", action="store_false",
+                    help="simulate every kernel of a new step shape (default: a kernel an earlier step ran in the same "
+                         "state replays its record from the kernel cache beside the step cache, STEP-CACHE.kernels)")
     ap.add_argument("--preemption", choices=["recompute", "swap"], default="recompute",
                     help="a preempted request's cache: dropped and recomputed (default), or swapped to host memory")
     ap.add_argument("--swap-space", type=float, default=4.0,

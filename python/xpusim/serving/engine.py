@@ -110,10 +110,11 @@ def generate(argv):
         fail(f"the trace generator refused {' '.join(argv)}: {e}")
 
 
-def simulate(config, trace, sets, what, jsonl=False):
+def simulate(config, trace, sets, what, jsonl=False, kernels=None):
     """report.json of `trace` (a dict) simulated on `config` with --set `sets`, as a dict. `what`
     names the step in an error. jsonl: pass the trace as JSON Lines (a training step's tens of
-    thousands of ops load faster than as YAML)."""
+    thousands of ops load faster than as YAML). kernels: (kernel cache file whose records the
+    run reuses, file its new records go to), or None (sim/engine/kernel_cache.h)."""
     with tempfile.TemporaryDirectory(prefix="xpusim-serve-") as tmp:
         path = os.path.join(tmp, "step.jsonl" if jsonl else "step.yaml")
         with open(path, "w") as f:
@@ -121,11 +122,13 @@ def simulate(config, trace, sets, what, jsonl=False):
         n = native()
         if n:
             try:
-                return json.loads(n.run(config, path, list(sets), [], "fast", 0.01))
+                return json.loads(n.run(config, path, list(sets), [], "fast", 0.01, *(kernels or ("", ""))))
             except (n.Error, RuntimeError) as e:  # bad input, a stalled simulation, a child that died
                 fail(f"xpusim failed on {what}: {e}")
         out = os.path.join(tmp, "out")
         cmd = [BINARY, "run", "-q", "-c", config, "-t", path, "--out", out] + sum((["--set", s] for s in sets), [])
+        if kernels:
+            cmd += ["--kernel-cache", kernels[0], "--kernel-cache-out", kernels[1]]
         p = _run(cmd)
         if p.returncode != 0:
             fail(f"xpusim run failed on {what}:\n{p.stderr.strip()}")

@@ -6,6 +6,7 @@ import fcntl
 import json
 import math
 import os
+import tempfile
 import time
 
 from . import engine
@@ -49,6 +50,8 @@ class StepModel:
     def __init__(self, a, card, out):
         self.a, self.card, self.out = a, card, out
         self.path = a.step_cache or os.path.join(out, "step-cache.json")
+        # Kernels recorded by earlier steps (sim/engine/kernel_cache.h), beside the step cache.
+        self.kernels = os.path.splitext(self.path)[0] + ".kernels" if getattr(a, "kernel_cache", True) else None
         self.cache = {}
         self.fingerprint = self.content_fingerprint()
         self.merge_file()
@@ -110,6 +113,8 @@ class StepModel:
         rt += "".join(f" {s}" for s in self.runtime_sets(phase, batch))
         if a.rt and a.tp > 1:
             rt += f" all-reduce {a.rt.all_reduce_summary()}"
+        if not self.kernels:
+            rt += " every-kernel"  # simulated without the kernel cache
         return (f"{self.fingerprint} {phase} b{batch} n{length}{where} tp{a.tp} w{a.weights} m{a.math or a.weights} "
                 f"kv{a.kv} page{a.kv_page} {os.path.basename(a.model)} {os.path.basename(a.config)} {' '.join(a.set)}{rt}")
 
@@ -158,17 +163,38 @@ class StepModel:
         progress = self.a.progress
         progress.start(len(todo))
 
-        def one(p):
-            t0 = time.monotonic()
-            v = self.simulate(*p)
-            progress.done(f"{p[0]} step, batch {p[1]}, length {p[2]}" + (f" after {p[3]}" if p[3] else ""),
-                          time.monotonic() - t0)
-            return v
-        if len(todo) == 1 or self.jobs == 1:
-            results = [one(p) for p in todo]
-        else:
-            with concurrent.futures.ThreadPoolExecutor(min(self.jobs, len(todo))) as pool:
-                results = list(pool.map(one, todo))
+        lead = self.leaders(todo)
+        first = [i for i in range(len(todo)) if lead[i] is None]
+        with tempfile.TemporaryDirectory(prefix="xpusim-kernels-") as tmp:
+            def out(i):
+                return os.path.join(tmp, f"{i}.kernels")
+            futures = {}
+
+            def one(i):
+                p = todo[i]
+                reads = self.kernels
+                if lead[i] is not None:  # after its leader, with the leader's new kernels
+                    futures[lead[i]].result()
+                    reads = os.path.join(tmp, f"{i}.in")
+                    self.combine_kernels(reads, [self.kernels, out(lead[i])])
+                t0 = time.monotonic()
+                v = self.simulate(*p, kernels_in=reads, kernels_out=out(i))
+                progress.done(f"{p[0]} step, batch {p[1]}, length {p[2]}" + (f" after {p[3]}" if p[3] else ""),
+                              time.monotonic() - t0)
+                return v
+            order = first + [i for i in range(len(todo)) if lead[i] is not None]
+            if len(todo) == 1 or self.jobs == 1:
+                for i in order:
+                    futures[i] = concurrent.futures.Future()
+                    futures[i].set_result(one(i))
+            else:
+                # Leaders are queued first, so a follower waiting for its leader never holds the
+                # worker its leader needs.
+                with concurrent.futures.ThreadPoolExecutor(min(self.jobs, len(todo))) as pool:
+                    for i in order:
+                        futures[i] = pool.submit(one, i)
+            results = [futures[i].result() for i in range(len(todo))]
+            self.merge_kernels([out(i) for i in range(len(todo))])
         progress.end()
         for p, v in zip(todo, results):
             if not all(isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 for x in v):
@@ -186,6 +212,79 @@ class StepModel:
             os.replace(tmp, self.path)
         finally:
             os.close(folder)  # and the lock with it
+
+    def leaders(self, todo):
+        """Per point to simulate (an index into todo), the point whose kernels it waits for, or
+        None. A point reuses the kernels of earlier runs and of its leader alone, never those of
+        another point simulated beside it, so its result does not depend on which finished
+        first: a decode point waits for the first point of its phase and batch (whose dense
+        kernels it then replays); the others wait for none."""
+        lead, first = [None] * len(todo), {}
+        for i, (phase, batch, _, _) in enumerate(todo):
+            if self.kernels and phase.startswith("decode"):
+                lead[i] = first.setdefault((phase, batch), i)
+                if lead[i] == i:
+                    lead[i] = None
+        return lead
+
+    MAGIC = b"xpusim kernel cache 1\n"
+
+    def kernel_bodies(self, files):
+        """The records of each kernel cache file that exists and is not empty (its bytes after
+        the magic line), each read under a shared lock (writers append under an exclusive one)."""
+        parts = []
+        for f in files:
+            try:
+                with open(f, "rb") as fh:
+                    fcntl.flock(fh, fcntl.LOCK_SH)
+                    data = fh.read()
+            except FileNotFoundError:
+                continue  # a run that recorded nothing new, or no cache yet
+            except OSError as e:
+                fail(f"{f}: cannot read the kernel cache: {e.strerror}")
+            if data and not data.startswith(self.MAGIC):
+                fail(f"{f}: not a kernel cache (it does not start with 'xpusim kernel cache 1'): name another "
+                     f"--step-cache, or give --no-kernel-cache")
+            parts.append(data[len(self.MAGIC):])
+        return parts
+
+    def combine_kernels(self, dest, files):
+        """A kernel cache holding the records of `files`, in order (a follower's: the cache, then
+        its leader's new kernels)."""
+        try:
+            with open(dest, "wb") as f:
+                f.write(self.MAGIC + b"".join(self.kernel_bodies(files)))
+        except OSError as e:
+            fail(f"{dest}: cannot write a kernel cache for a step: {e.strerror}")
+
+    def merge_kernels(self, files):
+        """Appends the kernels the points' runs recorded to the kernel cache, in the points'
+        order, under the cache file's lock (which the engine takes to read it). A failed write is
+        undone (a record cut short would make the file unreadable)."""
+        if not self.kernels:
+            return
+        parts = self.kernel_bodies(files)
+        if not any(parts):
+            return
+        try:
+            with open(self.kernels, "ab", buffering=0) as out:
+                fcntl.flock(out, fcntl.LOCK_EX)
+                size = os.fstat(out.fileno()).st_size  # after the lock: another run may have written
+                if size:
+                    with open(self.kernels, "rb") as head:
+                        if head.read(len(self.MAGIC)) != self.MAGIC:
+                            fail(f"{self.kernels}: not a kernel cache (it does not start with 'xpusim kernel cache "
+                                 f"1'): name another --step-cache, or give --no-kernel-cache")
+                try:
+                    data = memoryview((b"" if size else self.MAGIC) + b"".join(parts))
+                    while data:
+                        data = data[os.write(out.fileno(), data):]
+                    os.fsync(out.fileno())
+                except OSError:
+                    os.ftruncate(out.fileno(), size)
+                    raise
+        except OSError as e:
+            fail(f"{self.kernels}: cannot write the kernel cache: {e.strerror}")
 
     def value(self, phase, batch, length, past=0):
         k = self.key(phase, batch, length, past)
@@ -306,7 +405,7 @@ class StepModel:
 
     # -- one point on the engine ------------------------------------------------------------
 
-    def simulate(self, phase, batch, length, past=0):
+    def simulate(self, phase, batch, length, past=0, kernels_in=None, kernels_out=None):
         """Two layers simulated; the second one's span and energy stand for every further layer's
         (layers repeat, and the first meets the caches cold). Returns the step's time and energy
         and those of its attention kernels. Phase `attention`: a prefill's attention kernel
@@ -337,7 +436,8 @@ class StepModel:
         if alone:
             t["ops"] = [o for block in t["ops"] for o in block.get("ops", [block]) if o.get("kind") == "attention"]
         rep = engine.simulate(a.config, t, self.sets() + self.runtime_sets(phase, batch),
-                              f"a {phase} step (batch {batch}, length {length})")
+                              f"a {phase} step (batch {batch}, length {length})",
+                              kernels=(kernels_in, kernels_out) if self.kernels and kernels_in else None)
         total_t, total_e = rep["total"]["time_s"], rep["total"]["energy"]["total_j"]
         # The layers' all-reduces, and once per step the sampler's gather of the logits.
         coll_t = rep["time_breakdown"]["collectives_s"]
