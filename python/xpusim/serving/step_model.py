@@ -164,7 +164,8 @@ class StepModel:
         progress.start(len(todo))
 
         lead = self.leaders(todo)
-        first = [i for i in range(len(todo)) if lead[i] is None]
+        # The cache's records as this call found them, read once for every follower.
+        base = self.kernel_bodies([self.kernels]) if any(x is not None for x in lead) else []
         with tempfile.TemporaryDirectory(prefix="xpusim-kernels-") as tmp:
             def out(i):
                 return os.path.join(tmp, f"{i}.kernels")
@@ -176,13 +177,13 @@ class StepModel:
                 if lead[i] is not None:  # after its leader, with the leader's new kernels
                     futures[lead[i]].result()
                     reads = os.path.join(tmp, f"{i}.in")
-                    self.combine_kernels(reads, [self.kernels, out(lead[i])])
+                    self.combine_kernels(reads, base + self.kernel_bodies([out(lead[i])]))
                 t0 = time.monotonic()
                 v = self.simulate(*p, kernels_in=reads, kernels_out=out(i))
                 progress.done(f"{p[0]} step, batch {p[1]}, length {p[2]}" + (f" after {p[3]}" if p[3] else ""),
                               time.monotonic() - t0)
                 return v
-            order = first + [i for i in range(len(todo)) if lead[i] is not None]
+            order = sorted(range(len(todo)), key=lambda i: lead[i] is not None)  # leaders first
             if len(todo) == 1 or self.jobs == 1:
                 for i in order:
                     futures[i] = concurrent.futures.Future()
@@ -248,12 +249,12 @@ class StepModel:
             parts.append(data[len(self.MAGIC):])
         return parts
 
-    def combine_kernels(self, dest, files):
-        """A kernel cache holding the records of `files`, in order (a follower's: the cache, then
-        its leader's new kernels)."""
+    def combine_kernels(self, dest, parts):
+        """A kernel cache holding the records `parts` (kernel_bodies), in order (a follower's: the
+        cache's, then its leader's new kernels)."""
         try:
             with open(dest, "wb") as f:
-                f.write(self.MAGIC + b"".join(self.kernel_bodies(files)))
+                f.write(self.MAGIC + b"".join(parts))
         except OSError as e:
             fail(f"{dest}: cannot write a kernel cache for a step: {e.strerror}")
 
