@@ -21,9 +21,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))  # xpusim.plots draws the chart
 GPT3 = "configs/models/gpt-3-175b.yaml --phase prefill --batch 8 --prompt 2048 --tp 4"
 LLAMA = "configs/models/llama-2-70b.yaml --phase decode"
 REP = ["system.detail=representative"]
@@ -93,44 +95,24 @@ def timed(binary, cfg, trace, sets, extra, out):
 
 
 def svg(rows, path):
-    """Log-log panels, one per axis: wall seconds against size, a line per variant."""
+    """Log-log panels, one per axis: wall seconds against size, a line per variant (xpusim.plots)."""
+    from xpusim.plots import Axis, Chart, Series, svg_file
     axes = []
     for r in rows:
         if r["axis"] not in axes:
             axes.append(r["axis"])
     colours = {"before": "#b03a2e", "exact": "#7d3c98", "fast": "#1f618d"}
-    import math
-    w, h, pad = 360, 260, 50
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w * len(axes)}" height="{h + 40}" font-family="sans-serif" font-size="11">']
-    for i, axis in enumerate(axes):
+    charts = []
+    for axis in axes:
         pts = [r for r in rows if r["axis"] == axis]
-        xs = [float(r["x"]) for r in pts]
-        ys = [float(r[v]) for r in pts for v in colours if r.get(v)]
-        x0, x1 = math.log10(min(xs)), math.log10(max(xs)) + 1e-9
-        y0, y1 = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
-        ox = i * w
-        px = lambda x: ox + pad + (math.log10(x) - x0) / (x1 - x0) * (w - pad - 20)
-        py = lambda y: 20 + (y1 - math.log10(y)) / (y1 - y0) * (h - 40)
-        parts.append(f'<text x="{ox + w / 2}" y="{h + 30}" text-anchor="middle">{axis.split(" (")[0]}</text>')
-        parts.append(f'<line x1="{ox + pad}" y1="{h - 20}" x2="{ox + w - 20}" y2="{h - 20}" stroke="black"/>')
-        parts.append(f'<line x1="{ox + pad}" y1="20" x2="{ox + pad}" y2="{h - 20}" stroke="black"/>')
-        for e in range(int(y0), int(y1) + 1):
-            parts.append(f'<text x="{ox + pad - 4}" y="{py(10 ** e) + 4}" text-anchor="end">{10 ** e:g} s</text>')
-            parts.append(f'<line x1="{ox + pad}" y1="{py(10 ** e)}" x2="{ox + w - 20}" y2="{py(10 ** e)}" stroke="#ddd"/>')
-        for x in xs:
-            parts.append(f'<text x="{px(x)}" y="{h - 6}" text-anchor="middle">{x:g}</text>')
-        for v, c in colours.items():
-            line = [(px(float(r["x"])), py(float(r[v]))) for r in pts if r.get(v)]
-            if len(line) > 1:
-                parts.append(f'<polyline fill="none" stroke="{c}" stroke-width="2" points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in line)}"/>')
-            for a, b in line:
-                parts.append(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{c}"/>')
-        if i == 0:
-            for j, (v, c) in enumerate(colours.items()):
-                parts.append(f'<text x="{ox + pad + 10}" y="{34 + 14 * j}" fill="{c}">{v}</text>')
-    parts.append("</svg>")
+        lines = [Series(v, [float(r["x"]) for r in pts if r.get(v)], [float(r[v]) for r in pts if r.get(v)], colour=c)
+                 for v, c in colours.items() if any(r.get(v) for r in pts)]
+        name, _, detail = axis.partition(" (")
+        label = textwrap.fill(detail.rstrip(")"), 48) if detail else name
+        charts.append(Chart("scaling-" + str(len(charts)), name, Axis(label, scale="log"),
+                            Axis("wall time", "s", scale="log"), lines))
     with open(path, "w") as f:
-        f.write("\n".join(parts) + "\n")
+        f.write(svg_file(charts))
 
 
 def main():

@@ -21,6 +21,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))  # xpusim.plots draws the chart
 GENERATOR = os.path.join(ROOT, "scripts", "xpusim-trace.py")
 MODEL = os.path.join(ROOT, "configs", "models", "bert-large.yaml")
 BATCH, TOKENS = 8, 384
@@ -144,21 +145,10 @@ def magnet_section(magnet, gens):
 
 
 def svg_bars(rows):
-    """A log-scale bar chart of the gain over the first row, self-contained."""
-    w, h, left, bottom = 720, 300, 140, 40
-    import math
-    top = max(r[1] for r in rows)
-    span = math.log10(max(top, 10))
-    bar = (h - bottom - 20) / len(rows)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">']
-    for i, (label, gain) in enumerate(rows):
-        y = 10 + i * bar
-        width = (w - left - 80) * (math.log10(max(gain, 1)) / span)
-        out.append(f'<text x="{left - 6}" y="{y + bar * 0.65:.1f}" text-anchor="end">{label}</text>')
-        out.append(f'<rect x="{left}" y="{y + 2:.1f}" width="{max(width, 1):.1f}" height="{bar - 4:.1f}" fill="#4e79a7"/>')
-        out.append(f'<text x="{left + width + 6:.1f}" y="{y + bar * 0.65:.1f}">{gain:.0f}x</text>')
-    out.append(f'<text x="{left}" y="{h - 8}">inferences per second over the K40 (log scale)</text></svg>')
-    return "\n".join(out)
+    """The gain over the first row per generation as bars on a log scale (xpusim.plots), standalone SVG."""
+    from xpusim.plots import Axis, bars
+    return bars("huangs-law", "Gain over the K40 per generation", [r[0] for r in rows], [r[1] for r in rows],
+                Axis("inferences per second over the K40", scale="log"), text=lambda v: f"{v:.0f}x").rstrip("\n")
 
 
 DOC = os.path.join(ROOT, "docs", "huangs-law.md")  # the committed study, which --check compares with

@@ -45,6 +45,7 @@ const std::map<std::string, std::string>& commands() {
       {"sweep", "run a design-space sweep (configs x traces x axes) in parallel, with resume and MPI"},
       {"compare", "put two or more runs side by side: time, throughput, energy, TOPS/W, bound, ratios"},
       {"serve", "LLM serving: requests through a scheduler and a paged KV cache, step times from the engine"},
+      {"plot", "(re)draw a page from a command's results: `plot sweep OUT` draws OUT/sweep.html"},
   };
   return c;
 }
@@ -465,33 +466,48 @@ void route_systemc_reports() {
   });
 }
 
-// The serving simulation is a Python package (python/xpusim/serving/, docs/serving.md): run it in
-// this process's place as `python3 -m xpusim.serving`, the source tree's package first on the path,
-// telling it where this binary is (its build's native part lies beside it, in python/, and the
-// package simulates in process through that where it is there). Returns only when it cannot start.
-int cmd_serve(const std::vector<std::string>& rest) {
+// Commands written in Python (python/xpusim/, docs/python.md): run `python3 -m xpusim.MODULE` in
+// this process's place, the source tree's package first on the path. Returns only when it cannot
+// start.
+int exec_package(const std::string& command, const std::string& module, const std::vector<std::string>& rest,
+                 bool tell_self) {
   const std::string package = std::string(XPUSIM_SOURCE_DIR) + "/python";
-  if (!std::filesystem::exists(package + "/xpusim/serving/__main__.py"))
-    throw UserError("xpusim serve runs the package in " + package + ", which is not there (it comes with the source "
-                    "tree xpusim was built from)");
+  if (!std::filesystem::exists(package + "/xpusim/" + module + "/__main__.py"))
+    throw UserError("xpusim " + command + " runs the package in " + package + ", which is not there (it comes with the "
+                    "source tree xpusim was built from)");
   const char* old = std::getenv("PYTHONPATH");
   const std::string path = package + (old && *old ? ":" + std::string(old) : "");
   setenv("PYTHONPATH", path.c_str(), 1);
   // `python3 -m` puts the current folder first on the path: a folder holding an xpusim/ package
   // (build/python, say) would shadow the source tree's. Python 3.11 leaves it out under this.
   setenv("PYTHONSAFEPATH", "1", 1);
-  std::vector<char> self(4096, '\0');
-  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
-  std::vector<std::string> args = {"python3", "-m", "xpusim.serving"};
-  if (n > 0) args.insert(args.end(), {"--xpusim", std::string(self.data(), static_cast<size_t>(n))});
+  // The Python the build found (Debian's, with the packages scripts/install-deps.sh installs), or
+  // the one XPUSIM_PYTHON names.
+  const char* chosen = std::getenv("XPUSIM_PYTHON");
+  const std::string python = chosen && *chosen ? chosen : XPUSIM_PYTHON3;
+  std::vector<std::string> args = {python, "-m", "xpusim." + module};
+  if (tell_self) {
+    std::vector<char> self(4096, '\0');
+    const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+    if (n > 0) args.insert(args.end(), {"--xpusim", std::string(self.data(), static_cast<size_t>(n))});
+  }
   args.insert(args.end(), rest.begin(), rest.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::cout.flush();
-  execvp("python3", argv.data());
-  throw UserError("xpusim serve: cannot run python3 (" + std::string(std::strerror(errno)) + ")");
+  execvp(python.c_str(), argv.data());
+  throw UserError("xpusim " + command + ": cannot run " + python + " (" + std::string(std::strerror(errno)) + ")" +
+                  (chosen && *chosen ? " (XPUSIM_PYTHON names it)" : ""));
 }
+
+// The serving simulation (python/xpusim/serving/, docs/serving.md), told where this binary is
+// (its build's native part lies beside it, in python/, and the package simulates in process
+// through that where it is there).
+int cmd_serve(const std::vector<std::string>& rest) { return exec_package("serve", "serving", rest, true); }
+
+// The pages drawn in Python (python/xpusim/plots/): `xpusim plot sweep OUT` draws OUT/sweep.html.
+int cmd_plot(const std::vector<std::string>& rest) { return exec_package("plot", "plots", rest, false); }
 
 }  // namespace
 
@@ -519,6 +535,7 @@ int main(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (cmd == "sweep") return cmd_sweep(cmd, rest, out);
     if (cmd == "compare") return cmd_compare(cmd, rest, out);
     if (cmd == "serve") return cmd_serve(rest);
+    if (cmd == "plot") return cmd_plot(rest);
     std::vector<std::string> names;
     for (const auto& [n, _] : commands()) names.push_back(n);
     const std::string hint = config::closest_match(cmd, names);

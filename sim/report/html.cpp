@@ -206,9 +206,9 @@ std::string run_html(const Report& rep) {
     }
     // A window's draw may pass the limit (a burst on the average's headroom, up to
     // power.peak_ratio x it); the limit applies to the average.
-    Series pw{"power per window", "#e15759", {}, {}, {}, true, false, false, {}};
-    Series av{"average (the limit's)", "#4e79a7", {}, {}, {}, true, false, false, {}};
-    Series ck{rep.accelerator ? "clock" : "SM clock", "#59a14f", {}, {}, {}, true, false, false, {}};
+    Series pw{"power per window", "#e15759", {}, {}, {}, true, false, false};
+    Series av{"average (the limit's)", "#4e79a7", {}, {}, {}, true, false, false};
+    Series ck{rep.accelerator ? "clock" : "SM clock", "#59a14f", {}, {}, {}, true, false, false};
     for (size_t i = 0; i < bins; ++i) {
       if (tsum[i] <= 0) continue;
       for (double edge : {0.0, 1.0}) {
@@ -224,7 +224,7 @@ std::string run_html(const Report& rep) {
                units::format(rep.power.time_constant_s, units::Dim::Time) + " average; a window may draw more)";
     pc.xlabel = "time (ms)";
     pc.ylabel = "W";
-    Series lim{"limit", "#333", {0, end * 1e3}, {rep.power.limit_w, rep.power.limit_w}, {}, true, false, true, {}};
+    Series lim{"limit", "#333", {0, end * 1e3}, {rep.power.limit_w, rep.power.limit_w}, {}, true, false, true};
     pc.series = {pw, av, lim};
     b << render(pc);
     XY cc;
@@ -232,7 +232,7 @@ std::string run_html(const Report& rep) {
     cc.title = rep.accelerator ? "Clock the governor chose" : "SM clock the governor chose";
     cc.xlabel = "time (ms)";
     cc.ylabel = "MHz";
-    Series boost{"boost clock", "#333", {0, end * 1e3}, {rep.power.boost_clock_hz / 1e6, rep.power.boost_clock_hz / 1e6}, {}, true, false, true, {}};
+    Series boost{"boost clock", "#333", {0, end * 1e3}, {rep.power.boost_clock_hz / 1e6, rep.power.boost_clock_hz / 1e6}, {}, true, false, true};
     cc.series = {ck, boost};
     b << render(cc);
   }

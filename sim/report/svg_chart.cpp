@@ -94,7 +94,7 @@ void fit(Scale& s, const std::vector<double>& vals, bool from_zero) {
 
 std::string render(const XY& c) {
   // Tall enough for the legend (16 px an entry) when there are many series.
-  size_t named = c.failed_x.empty() ? 0 : 1;
+  size_t named = 0;
   for (const Series& s : c.series) named += !s.name.empty();
   const double W = c.width, L = 70, R = c.legend_width, T = 36, B = 52;
   const size_t legend_chars = static_cast<size_t>((R - 26) / 6);  // about 6 px a character at 11 px
@@ -102,13 +102,7 @@ std::string render(const XY& c) {
   Scale x{0, 1, c.xlog, L, W - R}, y{0, 1, c.ylog, H - B, T};
   std::vector<double> xs, ys;
   for (const Series& s : c.series) xs.insert(xs.end(), s.x.begin(), s.x.end()), ys.insert(ys.end(), s.y.begin(), s.y.end());
-  xs.insert(xs.end(), c.failed_x.begin(), c.failed_x.end());
-  if (!c.categories.empty()) {
-    x.lo = -0.5;
-    x.hi = static_cast<double>(c.categories.size()) - 0.5;
-  } else {
-    fit(x, xs, false);
-  }
+  fit(x, xs, false);
   fit(y, ys, c.y_from_zero);
   std::ostringstream o;
   o << "<svg id=\"" << esc(c.id) << "\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
@@ -120,19 +114,10 @@ std::string render(const XY& c) {
     o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << py << "\" y2=\"" << py << "\" class=\"grid\"/>"
       << "<text x=\"" << L - 6 << "\" y=\"" << py + 4 << "\" class=\"tick\" text-anchor=\"end\">" << num(v) << "</text>\n";
   }
-  if (!c.categories.empty()) {
-    // At most about eight labels under the axis, so that they do not run into each other.
-    const size_t every = (c.categories.size() + 7) / 8;
-    for (size_t i = 0; i < c.categories.size(); i += every) {
-      const double px = x.map(static_cast<double>(i));
-      o << "<text x=\"" << px << "\" y=\"" << H - B + 16 << "\" class=\"tick\" text-anchor=\"middle\">" << esc(c.categories[i]) << "</text>\n";
-    }
-  } else {
-    for (double v : x.ticks()) {
-      const double px = x.map(v);
-      o << "<line x1=\"" << px << "\" x2=\"" << px << "\" y1=\"" << T << "\" y2=\"" << H - B << "\" class=\"grid\"/>"
-        << "<text x=\"" << px << "\" y=\"" << H - B + 16 << "\" class=\"tick\" text-anchor=\"middle\">" << num(v) << "</text>\n";
-    }
+  for (double v : x.ticks()) {
+    const double px = x.map(v);
+    o << "<line x1=\"" << px << "\" x2=\"" << px << "\" y1=\"" << T << "\" y2=\"" << H - B << "\" class=\"grid\"/>"
+      << "<text x=\"" << px << "\" y=\"" << H - B + 16 << "\" class=\"tick\" text-anchor=\"middle\">" << num(v) << "</text>\n";
   }
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - R - L << "\" height=\"" << H - B - T << "\" class=\"frame\"/>\n";
   o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 12 << "\" class=\"label\" text-anchor=\"middle\">" << esc(c.xlabel) << "</text>\n";
@@ -142,7 +127,6 @@ std::string render(const XY& c) {
     return std::isfinite(vx) && std::isfinite(vy) && (!c.xlog || vx > 0) && (!c.ylog || vy > 0);
   };
   double ly = T + 6;
-  std::vector<std::pair<double, double>> written;  // point labels so far: one that would overlap one is left out
   for (const Series& s : c.series) {
     if (s.line) {
       o << "<polyline fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6 4\"" : "")
@@ -157,16 +141,6 @@ std::string render(const XY& c) {
         o << "<circle cx=\"" << x.map(s.x[i]) << "\" cy=\"" << y.map(s.y[i]) << "\" r=\"4\" fill=\"" << s.color << "\" class=\"pt\">";
         if (i < s.tips.size()) o << "<title>" << esc(s.tips[i]) << "</title>";
         o << "</circle>\n";
-        if (i < s.labels.size() && !s.labels[i].empty()) {
-          const double lx = x.map(s.x[i]) + 6, lyy = y.map(s.y[i]) - 6;
-          const bool clear = std::none_of(written.begin(), written.end(), [&](const auto& w) {
-            return std::abs(w.second - lyy) < 12 && std::abs(w.first - lx) < 6.0 * static_cast<double>(s.labels[i].size());
-          });
-          if (clear) {
-            o << "<text x=\"" << lx << "\" y=\"" << lyy << "\" class=\"pt-label\">" << esc(s.labels[i]) << "</text>\n";
-            written.emplace_back(lx, lyy);
-          }
-        }
       }
     if (!s.name.empty()) {
       // A long name is cut to the legend's width; its whole text is the entry's tooltip.
@@ -176,21 +150,6 @@ std::string render(const XY& c) {
         << esc(shown) << "</text>\n";
       ly += 16;
     }
-  }
-  if (!c.failed_x.empty()) {
-    const double py = H - B;
-    for (size_t i = 0; i < c.failed_x.size(); ++i) {
-      const double vx = c.failed_x[i];
-      if (!std::isfinite(vx) || (c.xlog && vx <= 0)) continue;
-      const double px = x.map(vx);
-      o << "<path d=\"M" << px - 5 << "," << py - 5 << "L" << px + 5 << "," << py + 5 << "M" << px - 5 << "," << py + 5 << "L" << px + 5
-        << "," << py - 5 << "\" stroke=\"#d62728\" stroke-width=\"2.5\" class=\"failed\">";
-      if (i < c.failed_tips.size()) o << "<title>" << esc(c.failed_tips[i]) << "</title>";
-      o << "</path>\n";
-    }
-    o << "<path d=\"M" << W - R + 12 << "," << ly << "L" << W - R + 22 << "," << ly + 10 << "M" << W - R + 12 << "," << ly + 10 << "L"
-      << W - R + 22 << "," << ly << "\" stroke=\"#d62728\" stroke-width=\"2.5\"/>"
-      << "<text x=\"" << W - R + 26 << "\" y=\"" << ly + 9 << "\" class=\"legend\">failed point</text>\n";
   }
   o << "</svg>\n";
   return o.str();

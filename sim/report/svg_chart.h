@@ -25,7 +25,6 @@ struct Series {
   std::vector<double> x, y;
   std::vector<std::string> tips;
   bool line = false, points = true, dashed = false;
-  std::vector<std::string> labels;  // written beside each point, where given (the Pareto front's)
 };
 
 // One axis: linear or log, mapping data to pixels, with ticks.
@@ -55,11 +54,7 @@ struct XY {
   std::string id, title, xlabel, ylabel;
   double width = 640, legend_width = 170;  // the legend's column is at the right
   bool xlog = false, ylog = false, y_from_zero = true;
-  std::vector<std::string> categories;  // x is categorical: x values are indices into these
   std::vector<Series> series;
-  // Points that failed (no value to plot): a red cross on the x axis at each one's x, its error the tooltip.
-  std::vector<double> failed_x;
-  std::vector<std::string> failed_tips;
 };
 
 // Horizontal bars, one per label, each a stack of segments.

@@ -11,7 +11,6 @@
 #include "sim/io/csv.h"
 #include "sim/io/files.h"
 #include "sim/io/json_strict.h"
-#include "sim/report/html.h"
 #include "sim/report/json_writer.h"
 
 namespace xpusim::sweep {
@@ -238,23 +237,15 @@ void Results::append(const Row& r) {
 void Results::finish() {
   std::sort(rows_.begin(), rows_.end(), [](const Row& a, const Row& b) { return a.index < b.index; });
   rewrite();
-  report::Table t;
-  for (const auto& [k, _] : Row::start(points_.front(), "").fields) t.columns.push_back(k);
-  for (const Row& r : rows_) {
-    std::vector<std::string> v;
-    for (const auto& [_, f] : r.fields) v.push_back(f.text);
-    t.rows.push_back(v);
-  }
-  std::vector<std::string> axes;
-  for (const Axis& a : spec_.axes) axes.push_back(a.key);
-  report::SweepCharts charts;  // a run sweep: time against each axis, time against energy
-  if (spec_.kind == Kind::Serve) {
-    charts.group = "model";
-    charts.lines = {{"output_tokens_per_s", "output tokens/s", 1}, {"ttft_p99_s", "p99 time to first token (ms)", 1e3}};
-    charts.pareto_x = {"ttft_p99_s", "p99 time to first token (ms)", 1e3};
-    charts.pareto_y = {"joules_per_output_token", "J per output token", 1};
-  }
-  io::write_atomically(root_ / "sweep.html", report::sweep_html(spec_.name, spec_.description, axes, t, charts));
+  // What the page (sweep.html, drawn by `xpusim plot sweep`) needs beside the results: the
+  // sweep's name, description, kind and axes in the spec's order.
+  JsonWriter w;
+  w.begin_object().field("xpusim_sweep_page", 1LL).field("name", spec_.name).field("description", spec_.description);
+  w.field("kind", std::string(spec_.kind == Kind::Serve ? "serve" : "run"));
+  w.key("axes").begin_array();
+  for (const Axis& a : spec_.axes) w.value(a.key);
+  w.end_array().end_object();
+  io::write_atomically(root_ / "sweep.json", w.str() + "\n");
 }
 
 size_t Results::ok_count() const {

@@ -56,7 +56,8 @@ class Results {
   // last line is dropped). Returns the indices of the points still to run.
   std::vector<size_t> open(bool resume, bool retry_failed);
   void append(const Row& r);
-  // Rewrites results.jsonl and results.csv in point order and writes sweep.html.
+  // Rewrites results.jsonl and results.csv in point order and writes sweep.json, what the page
+  // (sweep.html) is drawn from beside them.
   void finish();
   size_t ok_count() const;
   size_t failed_count() const;

@@ -396,9 +396,20 @@ int run(const Spec& spec, const std::vector<Point>& points, const Options& opt, 
   if (rank == 0) {
     if (opt.progress_bar) out << "\n";
     results.finish();
+    // The page is drawn in Python (xpusim.plots, matplotlib) by `xpusim plot sweep`: where it
+    // cannot be, the results stand and the warning says how to draw it later.
+    const auto [page_rc, page_text] = run_captured(opt.self_exe, {"plot", "sweep", root.string()});
     out << "sweep " << spec.name << ": " << results.ok_count() << " of " << points.size() << " points ok";
     if (results.failed_count() > 0) out << ", " << results.failed_count() << " failed (their errors are in results.csv)";
-    out << "; wrote " << (root / "results.csv").string() << ", results.jsonl, sweep.html\n";
+    out << "; wrote " << (root / "results.csv").string() << ", results.jsonl" << (page_rc == 0 ? ", sweep.html" : "") << "\n";
+    if (page_rc != 0) {
+      std::string why = page_text;
+      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+      if (const size_t nl = why.find_last_of('\n'); nl != std::string::npos) why = why.substr(nl + 1);
+      if (why.rfind("error: ", 0) == 0) why = why.substr(7);
+      std::fprintf(stderr, "warning: sweep.html not drawn (%s); the results are complete: draw it with `xpusim plot sweep %s`\n",
+                   why.c_str(), root.c_str());
+    }
   }
 #ifdef XPUSIM_WITH_MPI
   if (mpi) MPI_Finalize();

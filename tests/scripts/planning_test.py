@@ -6,6 +6,7 @@ reasons and memory, a simulated plan with its Pareto front and page, resumption,
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -113,8 +114,11 @@ class Plan(unittest.TestCase):
             r = by[i]
             self.assertFalse(any(o["step_s"] < r["step_s"] and o["energy_j"] < r["energy_j"] for o in rs))
         page = read(os.path.join(self.out, "plan.html"))
-        self.assertEqual(page.count("<circle"), 8)
-        self.assertEqual(page.count('class="front"'), len(front))
+        def markers(k):  # a series' points, each with its layout as a tooltip
+            m = re.search(r'<g id="plan-points-%d">(.*?)</g>\s*</g>' % k, page, re.S)
+            return re.findall(r"<use [^>]*><title>([^<]*)</title></use>", m.group(1)) if m else []
+        self.assertEqual(len(markers(0)) + len(markers(1)), 8)
+        self.assertEqual(sorted(t.split(":")[0] for t in markers(1)), sorted(front))
         table = read(os.path.join(self.out, "plan.md"))
         self.assertIn(f"{front[0]} (front)", table)
 

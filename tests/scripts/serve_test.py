@@ -6,6 +6,7 @@ small run end to end on the engine. Run by ctest (scripts.serve) with the xpusim
 import argparse
 import json
 import os
+import re
 import random
 import shutil
 import subprocess
@@ -383,9 +384,15 @@ class RateSweep(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(out, f"rate-{rate}", "results.jsonl")))
         with open(os.path.join(out, "serve.html")) as f:
             page = f.read()
-        self.assertEqual(page.count("<svg"), 3)
-        self.assertEqual(page.count("<path"), 4 + 3 + 3)  # four latency lines, a CDF per rate twice
-        self.assertNotIn("http://", page.replace('xmlns="http://www.w3.org/2000/svg"', ""))  # nothing fetched
+        figures = dict(re.findall(r'<figure class="chart" id="([^"]+)"[^>]*>(.*?)</figure>', page, re.S))
+        self.assertEqual(list(figures), ["latency", "ttft-cdf", "e2e-cdf"])
+        # Four latency lines with a marker per rate; a CDF line per rate twice, each in its legend.
+        self.assertEqual(len(re.findall(r'<g id="latency-points-\d">', figures["latency"])), 4)
+        legend = lambda svg: re.findall(r"<text[^>]*>([^<]*)</text>", svg[svg.find("-legend_1"):])
+        self.assertEqual(legend(figures["ttft-cdf"]), ["2 req/s", "8 req/s", "30 req/s"])
+        self.assertEqual(legend(figures["latency"]), ["TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"])
+        self.assertRegex(re.search(r'data-yticks="([^"]*)"', page).group(1), r"^[0-9.]+ [mu]?s(\|[0-9.]+ [mu]?s)*$")
+        self.assertNotIn("http://", re.sub(r'xmlns(:xlink)?="http://www.w3.org/[^"]*"', "", page))  # nothing fetched
         chromium = shutil.which("chromium") or shutil.which("chromium-browser")
         if not chromium:
             self.skipTest("chromium not installed: HTML not rendered")

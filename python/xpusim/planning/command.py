@@ -13,6 +13,7 @@ from ..serving import step_cache as STEPCACHE
 from ..serving.stream import ServeError
 from ..serving.replica import size_bytes
 from . import AXES, FlagError, PlanError, evaluate, layouts, pareto, point_id, read_results, result_of
+from ..plots import PlotError
 from .page import write_page, write_table
 
 SCHEDULES = ("1f1b", "interleaved", "gpipe")
@@ -159,7 +160,11 @@ def plan(a, say=print):
     if not a.check:
         front = pareto(results)
         write_table(os.path.join(a.out, "plan.md"), results, front, a)
-        write_page(os.path.join(a.out, "plan.html"), results, front, a)
+        page = os.path.join(a.out, "plan.html")
+        try:
+            write_page(page, results, front, a)
+        except PlotError as e:  # plan.md and results.jsonl hold every figure
+            print(f"warning: {page} not drawn: {e}", file=sys.stderr)
         say(f"{len(results)} layouts: {sum(r['status'] == 'simulated' for r in results)} simulated, "
             f"{sum(r['status'] == 'does not fit' for r in results)} over HBM, "
             f"{sum(r['status'] == 'refused' for r in results)} refused"

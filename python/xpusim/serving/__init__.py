@@ -45,7 +45,7 @@ from .cluster import Cluster, Pipeline
 from .command import check_buckets, check_slos, main, parse_rates, sweep_rates
 from ..workloads.serve_memory import card_params, format_bytes, layer_params
 from .replica import Replica, kv_link, load_card, rate_bytes, size_bytes, stage_layers, stage_path, time_seconds
-from .report import html_page, hist_percentile, latency_breakdown, percentile, summarise, svg_chart, write
+from .report import html_page, hist_percentile, latency_breakdown, percentile, summarise, write
 from .scheduler import Request, Server, blocks_for
 from .step_model import StepModel, ladder
 from .stream import (MAX_REPLICAS, MAX_REQUESTS, ServeError, check_kv_fit, check_volume, closed_loop_requests, fail,
@@ -54,6 +54,6 @@ from .stream import (MAX_REPLICAS, MAX_REQUESTS, ServeError, check_kv_fit, check
 __all__ = ["engine", "CLI", "Cluster", "Pipeline", "check_buckets", "check_slos", "main", "parse_rates", "sweep_rates",
            "Replica", "card_params", "format_bytes", "kv_link", "layer_params", "load_card", "rate_bytes",
            "size_bytes", "stage_layers", "stage_path", "time_seconds", "html_page", "hist_percentile",
-           "latency_breakdown", "percentile", "summarise", "svg_chart", "write", "Request", "Server", "blocks_for",
+           "latency_breakdown", "percentile", "summarise", "write", "Request", "Server", "blocks_for",
            "StepModel", "ladder", "MAX_REPLICAS", "MAX_REQUESTS", "ServeError", "check_kv_fit", "check_volume",
            "closed_loop_requests", "fail", "generate_requests", "load_requests", "parse_length"]

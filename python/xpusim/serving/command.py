@@ -13,6 +13,7 @@ from .. import workloads
 from . import engine
 from .cluster import Cluster
 from .replica import Replica, load_card
+from ..plots import PlotError
 from .report import html_page, summarise, write
 from .step_model import StepModel
 from .stream import (MAX_REPLICAS, MAX_REQUESTS, ServeError, check_kv_fit, check_volume, fail, generate_requests,
@@ -104,8 +105,14 @@ def sweep_rates(a, rates, card, replica, steps):
                     s["ttft_s"]["p99"], s["tpot_s"]["p50"], s["tpot_s"]["p99"], s["tbt_s"]["p99"], s["e2e_s"]["p50"], s["e2e_s"]["p99"],
                     s["joules_per_output_token"], s["busy_fraction"], s["preemptions"]]
             f.write(",".join("" if v is None else f"{v:.6g}" for v in vals) + "\n")
-    with open(os.path.join(base, "serve.html"), "w") as f:
-        f.write(html_page(a, results))
+    page = os.path.join(base, "serve.html")
+    try:
+        text = html_page(a, results)
+        with open(page, "w") as f:
+            f.write(text)
+    except PlotError as e:  # the figures stand in rates.csv and each rate's folder
+        print(f"warning: {page} not drawn: {e}", file=sys.stderr)
+        page = None
     lines = ["| rate (req/s) | served (req/s) | output tok/s | goodput | TTFT p50 / p99 | TPOT p50 / p99 | J/token |",
              "|---|---|---|---|---|---|---|"]
     for rate, _, s in results:
@@ -116,7 +123,7 @@ def sweep_rates(a, rates, card, replica, steps):
     a.progress.close()
     if not a.quiet:
         print("\n".join(lines))
-        print(f"\nwrote {os.path.join(base, 'rates.csv')} and {os.path.join(base, 'serve.html')}")
+        print(f"\nwrote {os.path.join(base, 'rates.csv')}" + (f" and {page}" if page else ""))
 
 
 def main(argv=None):

@@ -1,8 +1,8 @@
 """xpusim serve's outputs: the summary of a served stream (percentiles, throughput, goodput,
 energy, the latency breakdown), its files (results.jsonl, summary.json, summary.md) and the
 rate sweep's page (serve.html). scripts/xpusim-serve.py runs the stream and calls these; they
-read its Server and Cluster objects' figures and its parsed arguments, and need the standard
-library only."""
+read its Server and Cluster objects' figures and its parsed arguments. The page is drawn by
+xpusim.plots (matplotlib); the rest needs the standard library only."""
 import json
 import math
 import os
@@ -171,80 +171,34 @@ def write(a, rows, s):
     return "\n".join(lines)
 
 
-def svg_chart(title, xlabel, ylabel, series, logy=False):
-    """A self-contained SVG line chart: series is [(label, [(x, y), ...]), ...]."""
-    W, H, L, B, T, R = 560, 320, 70, 45, 30, 150
-    pts = [(x, y) for _, s in series for x, y in s if y is not None and (not logy or y > 0)]
-    if not pts:
-        return f"<p>{title}: no data</p>"
-    fy = (lambda v: math.log10(v)) if logy else (lambda v: v)
-    x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
-    y0, y1 = min(fy(p[1]) for p in pts), max(fy(p[1]) for p in pts)
-    if x1 == x0:
-        x1 = x0 + 1
-    if y1 == y0:
-        y1 = y0 + 1
-    if not logy:
-        y0 = min(0, y0)
-    sx = lambda x: L + (x - x0) / (x1 - x0) * (W - L - R)
-    sy = lambda y: H - B - (fy(y) - y0) / (y1 - y0) * (H - B - T)
-    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f"]
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{title}">',
-           f'<text x="{W / 2}" y="18" text-anchor="middle" font-size="14">{title}</text>',
-           f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="#333"/>',
-           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="#333"/>',
-           f'<text x="{(L + W - R) / 2}" y="{H - 8}" text-anchor="middle" font-size="12">{xlabel}</text>',
-           f'<text x="14" y="{(T + H - B) / 2}" text-anchor="middle" font-size="12" '
-           f'transform="rotate(-90 14 {(T + H - B) / 2})">{ylabel}</text>']
-    for i in range(5):
-        xv = x0 + (x1 - x0) * i / 4
-        out.append(f'<text x="{sx(xv):.1f}" y="{H - B + 16}" text-anchor="middle" font-size="10">{xv:.3g}</text>')
-        yv = y0 + (y1 - y0) * i / 4
-        label = 10 ** yv if logy else yv
-        ypix = H - B - (yv - y0) / (y1 - y0) * (H - B - T)
-        out.append(f'<text x="{L - 6}" y="{ypix + 3:.1f}" text-anchor="end" font-size="10">{label:.3g}</text>')
-    for k, (label, s) in enumerate(series):
-        c = colours[k % len(colours)]
-        good = [(x, y) for x, y in s if y is not None and (not logy or y > 0)]
-        if good:
-            path = " ".join(f"{'M' if j == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for j, (x, y) in enumerate(good))
-            out.append(f'<path d="{path}" fill="none" stroke="{c}" stroke-width="2"/>')
-        out.append(f'<text x="{W - R + 8}" y="{T + 14 * (k + 1)}" font-size="11" fill="{c}">{label}</text>')
-    out.append("</svg>")
-    return "\n".join(out)
-
-
 def html_page(a, results):
+    """serve.html: the rate sweep's table, latency against served throughput and the CDFs of time
+    to first token and end-to-end latency per arrival rate (xpusim.plots: matplotlib)."""
+    from ..plots import Axis, Chart, Series, document, esc, render, table
+
     def cdf(xs):
         xs = sorted(x for x in xs if x is not None)
-        return [(1e3 * x, (i + 1) / len(xs)) for i, x in enumerate(xs)]
+        return xs, [(i + 1) / len(xs) for i in range(len(xs))]
 
     tput = [s["throughput_rps"] or 0 for _, _, s in results]
-    charts = [
-        svg_chart("Latency against served throughput", "requests per second served", "milliseconds",
-                  [(f"TTFT {q}", [(t, 1e3 * s["ttft_s"][q]) for t, (_, _, s) in zip(tput, results)]) for q in ("p50", "p99")]
-                  + [(f"TPOT {q}", [(t, 1e3 * (s["tpot_s"][q] or 0)) for t, (_, _, s) in zip(tput, results)])
-                     for q in ("p50", "p99")], logy=True),
-        svg_chart("Time to first token, CDF per arrival rate", "milliseconds", "share of requests",
-                  [(f"{rate:g} req/s", [(x, y) for x, y in cdf([r["ttft_s"] for r in rows])]) for rate, rows, _ in results]),
-        svg_chart("End-to-end latency, CDF per arrival rate", "milliseconds", "share of requests",
-                  [(f"{rate:g} req/s", [(x, y) for x, y in cdf([r["e2e_s"] for r in rows])]) for rate, rows, _ in results]),
-    ]
-    rows_html = "".join(
-        f"<tr><td>{rate:g}</td><td>{s['throughput_rps'] or 0:.2f}</td><td>{s['output_tokens_per_s'] or 0:.0f}</td>"
-        f"<td>{'-' if s['goodput_rps'] is None else format(s['goodput_rps'], '.2f')}</td><td>{1e3 * s['ttft_s']['p50']:.1f}</td><td>{1e3 * s['ttft_s']['p99']:.1f}</td>"
-        f"<td>{1e3 * (s['tpot_s']['p50'] or 0):.2f}</td><td>{1e3 * (s['tpot_s']['p99'] or 0):.2f}</td>"
-        f"<td>{s['joules_per_output_token'] or 0:.3f}</td><td>{s['preemptions']}</td></tr>" for rate, _, s in results)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>xpusim serve: {os.path.basename(a.model)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1200px}} table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} svg{{margin:1em 1em 0 0}}</style></head><body>
-<h1>Serving {os.path.basename(a.model)} on {os.path.basename(a.config)}, TP={a.tp}{f" PP={a.pp}" if a.pp > 1 else ""}, {a.scheduler} batching</h1>
-<p>Arrivals {a.arrivals} for {a.duration:g} s per rate; prompts {a.prompt_len}, outputs {a.output_len} tokens;
-weights {a.weights}, KV cache {a.kv}. Step times and energy from xpusim (docs/serving.md).</p>
-<table><tr><th>arrivals (req/s)</th><th>served (req/s)</th><th>output tok/s</th><th>goodput (req/s)</th>
-<th>TTFT p50 (ms)</th><th>TTFT p99 (ms)</th><th>TPOT p50 (ms)</th><th>TPOT p99 (ms)</th><th>J per token</th>
-<th>preemptions</th></tr>{rows_html}</table>
-{''.join(charts)}
-</body></html>
-"""
+    latency = [Series(f"{name} {q}", tput, [s[key][q] for _, _, s in results])
+               for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s")) for q in ("p50", "p99")]
+    charts = [render(Chart("latency", "Latency against served throughput", Axis("requests per second served"),
+                           Axis("latency", "s"), latency))]
+    for chart_id, key, what in (("ttft-cdf", "ttft_s", "Time to first token"), ("e2e-cdf", "e2e_s", "End-to-end latency")):
+        lines = [Series(f"{rate:g} req/s", *cdf([r[key] for r in rows]), markers=False) for rate, rows, _ in results]
+        charts.append(render(Chart(chart_id, f"{what}, CDF per arrival rate", Axis(what[0].lower() + what[1:], "s"),
+                                   Axis("share of requests", scale="linear", from_zero=True), lines)))
+    columns = [("arrivals (req/s)", ""), ("served (req/s)", ""), ("output tokens/s", ""), ("goodput (req/s)", ""),
+               ("TTFT p50", "s"), ("TTFT p99", "s"), ("TPOT p50", "s"), ("TPOT p99", "s"), ("energy per output token", "J"),
+               ("preemptions", "")]
+    rows = [[rate, s["throughput_rps"], s["output_tokens_per_s"], s["goodput_rps"], s["ttft_s"]["p50"], s["ttft_s"]["p99"],
+             s["tpot_s"]["p50"], s["tpot_s"]["p99"], s["joules_per_output_token"], s["preemptions"]]
+            for rate, _, s in results]
+    title = (f"Serving {os.path.basename(a.model)} on {os.path.basename(a.config)}, TP={a.tp}"
+             f"{f' PP={a.pp}' if a.pp > 1 else ''}, {a.scheduler} batching")
+    body = (f"<h1>{esc(title)}</h1>\n<p>Arrivals {esc(a.arrivals)} for {a.duration:g} s per rate; prompts "
+            f"{esc(a.prompt_len)}, outputs {esc(a.output_len)} tokens; weights {esc(a.weights)}, KV cache {esc(a.kv)}. "
+            "Step times and energy from xpusim (docs/serving.md).</p>\n" + table(columns, rows) +
+            '<div class="charts">\n' + "".join(charts) + "</div>\n")
+    return document(f"xpusim serve: {os.path.basename(a.model)}", body)

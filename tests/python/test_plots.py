@@ -1,0 +1,91 @@
+"""xpusim.plots: the pages' charts are numeric where their values are numbers (units read from the
+values), log where those span decades, and their ticks and tables carry units, never an exponent."""
+import json
+import re
+import sys
+
+import pytest
+
+from xpusim import plots
+from xpusim.plots import __main__ as plot_cli
+from xpusim.plots import sweep as sweep_page
+
+
+def test_quantities_read_and_written_with_their_units():
+    assert plots.fmt(1.13, "s") == "1.13 s"          # not "1.13e+03 ms"
+    assert plots.fmt(1130.0, "s") == "1130 s"        # seconds never go above "s"
+    assert plots.fmt(0.002468, "s") == "2.468 ms"
+    assert plots.fmt(3.35e12, "B/s") == "3.35 TB/s"
+    assert plots.fmt(80 * 2 ** 30, "B") == "80 GiB"
+    assert plots.fmt(12500, "") == "12.5 k"
+    assert plots.fmt(None, "s") == "-"
+    assert plots.parse("5.23 GT/s") == (5.23e9, "T/s")
+    assert plots.parse("300 W") == (300.0, "W")
+    assert plots.parse("50 MiB") == (50 * 2 ** 20, "B")
+    assert plots.parse("bf16") is None
+    assert plots.parse_all(["3.2 GT/s", "8 GT/s"]) == ([3.2e9, 8e9], "T/s")
+    assert plots.parse_all(["300 W", "2 GHz"]) is None  # two units: categories
+
+
+def rows_for(axis, values, times):
+    return [{"index": i, "id": f"p{i}", "status": "ok", "error": "", "config": "/c/h100.yaml", "trace": "/t/gemm.yaml",
+             axis: v, "time_s": t, "energy_j": t * 500} for i, (v, t) in enumerate(zip(values, times))]
+
+
+def figure(page, chart_id):
+    m = re.search(r'<figure class="chart" id="%s"([^>]*)>(.*?)</figure>' % re.escape(chart_id), page, re.S)
+    assert m, chart_id
+    return dict(re.findall(r'data-(\w+)="([^"]*)"', m.group(1))), m.group(2)
+
+
+def marker_x(svg, gid):
+    group = re.search(r'<g id="%s">(.*?)</g>\s*</g>' % re.escape(gid), svg, re.S).group(1)
+    return [float(x) for x in re.findall(r'<use [^>]*x="([-0-9.]+)"', group)]
+
+
+def test_a_numeric_axis_with_a_unit_is_spaced_by_value():
+    # HBM transfer rates 3.2, 5.23 and 8 GT/s: evenly spaced categories would put 5.23 midway.
+    page = sweep_page.page({"name": "hbm", "kind": "run", "axes": ["hbm.rate"]},
+                           rows_for("hbm.rate", ["3.2 GT/s", "5.23 GT/s", "8 GT/s"], [3e-3, 2e-3, 1.5e-3]))
+    data, svg = figure(page, "axis-hbm.rate-gemm")
+    assert data["xscale"] == "linear"
+    assert all(t.endswith("GT/s") for t in data["xticks"].split("|")), data["xticks"]
+    x = marker_x(svg, "axis-hbm.rate-gemm-points-0")
+    assert len(x) == 3
+    assert (x[1] - x[0]) / (x[2] - x[1]) == pytest.approx((5.23 - 3.2) / (8 - 5.23), rel=1e-3)
+
+
+def test_values_over_decades_are_on_a_log_axis_with_unit_ticks():
+    page = sweep_page.page({"name": "sms", "kind": "run", "axes": ["sm.count"]},
+                           rows_for("sm.count", ["1", "10", "132"], [1e-2, 1e-3, 8e-5]))
+    data, _ = figure(page, "axis-sm.count-gemm")
+    assert (data["xscale"], data["yscale"]) == ("log", "log")
+    assert data["xticks"] == "1|10|100"
+    assert data["yticks"] == "100 us|1 ms|10 ms"
+    visible = re.sub(r"<[^>]+>", " ", page)
+    assert not re.search(r"\d\.?\d*e[+-]\d\d", visible)
+    assert "<td>1 ms</td>" in page  # the table's figures in the units the ticks use
+
+
+def test_a_category_axis_keeps_the_spec_order():
+    page = sweep_page.page({"name": "dt", "kind": "run", "axes": ["trace.dtype"]},
+                           rows_for("trace.dtype", ["fp8", "bf16", "fp32"], [1e-3, 2e-3, 8e-3]))
+    data, _ = figure(page, "axis-trace.dtype-gemm")
+    assert data["xscale"] == "category"
+    assert data["xticks"] == "fp8|bf16|fp32"
+
+
+def test_drawing_without_matplotlib_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # an import of it fails
+    chart = plots.Chart("c", "t", plots.Axis("x"), plots.Axis("y"), [plots.Series("s", [1, 2], [1, 2])])
+    with pytest.raises(plots.PlotError, match="python3-matplotlib"):
+        plots.render(chart)
+
+
+def test_plot_command_names_what_is_missing(tmp_path, capsys):
+    assert plot_cli.main(["sweep", str(tmp_path)]) == 1
+    assert "sweep.json: not there" in capsys.readouterr().err
+    (tmp_path / "sweep.json").write_text(json.dumps({"name": "x", "kind": "run", "axes": ["a"]}))
+    (tmp_path / "results.jsonl").write_text('{"index": 0, "status": "ok"}\n{"index": 1, "sta')
+    assert plot_cli.main(["sweep", str(tmp_path)]) == 1
+    assert "results.jsonl:2: not a result" in capsys.readouterr().err
