@@ -203,6 +203,35 @@ class Sweep(unittest.TestCase):
             self.assertTrue(os.path.exists(png), r.stderr)
             self.assertGreater(os.path.getsize(png), 20000, "a near-empty screenshot")
 
+    def test_a_page_that_cannot_be_drawn_leaves_the_results_and_says_how_to_draw_it(self):
+        # The page is drawn by Python (xpusim.plots); a Python without matplotlib stands in here.
+        fake = os.path.join(self.tmp, "python-without-matplotlib")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\necho 'error: drawing needs matplotlib (python3-matplotlib)' >&2\nexit 1\n")
+        os.chmod(fake, 0o755)
+        spec = os.path.join(self.tmp, "one.yaml")
+        with open(spec, "w") as f:
+            f.write(f"xpusim_sweep: 1\nname: one\nconfigs: [{ROOT}/configs/h100-sxm.yaml]\n"
+                    f"traces: [{ROOT}/tests/data/gemm-2k.yaml]\naxes:\n  sm.count: [132]\n")
+        out = os.path.join(self.tmp, "no-page")
+        r = subprocess.run([XPUSIM, "sweep", spec, "-o", out, "--fidelity", "fast"], env=dict(ENV, XPUSIM_PYTHON=fake),
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("warning: sweep.html not drawn (drawing needs matplotlib (python3-matplotlib))", r.stderr)
+        self.assertIn(f"xpusim plot sweep {out}", r.stderr)
+        self.assertNotIn("sweep.html", r.stdout)
+        self.assertFalse(os.path.exists(os.path.join(out, "sweep.html")))
+        self.assertEqual(len(read(os.path.join(out, "results.jsonl")).splitlines()), 1)
+        # Drawn later from the folder, with the Python that has it.
+        again = subprocess.run([XPUSIM, "plot", "sweep", out], env=ENV, capture_output=True, text=True, timeout=120)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn('<figure class="chart" id="axis-sm.count-gemm-2k"', read(os.path.join(out, "sweep.html")))
+        bad = subprocess.run([XPUSIM, "plot", "sweep", os.path.join(self.tmp, "nothing-here")], env=ENV,
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("sweep.json: not there", bad.stderr)
+        self.assertNotIn("Traceback", bad.stderr)
+
     def test_sweep_charts_read_right(self):
         # Numeric axes are numeric (a unit read from the values: 300 W), log where they span two
         # decades; lines come in the spec's order; the Pareto front's points are labelled; tick

@@ -39,11 +39,16 @@ def fmt(value, unit="", digits=4):
         steps = [s for s in _DECIMAL if s[0] <= 1]
     else:
         steps = _DECIMAL
-    scale, prefix = steps[-1]
-    for s, p in steps:
+    at = len(steps) - 1
+    for i, (s, _) in enumerate(steps):
         if a >= s * (1 - 1e-12):
-            scale, prefix = s, p
+            at = i
             break
+    # A value that rounds up to the next prefix's 1 (999.96 W at four digits) is written with it.
+    base = 1024.0 if unit == "B" else 1000.0
+    if at > 0 and abs(float(_number(a / steps[at][0], digits))) >= base:
+        at -= 1
+    scale, prefix = steps[at]
     return f"{_number(value / scale, digits)} {prefix}{unit}".rstrip()
 
 
