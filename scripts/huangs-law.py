@@ -16,6 +16,7 @@ and its chart, docs/huangs-law.svg, unless --out names another file (the chart b
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -149,6 +150,12 @@ def svg_bars(rows):
     from xpusim.plots import Axis, bars
     return bars("huangs-law", "Gain over the K40 per generation", [r[0] for r in rows], [r[1] for r in rows],
                 Axis("inferences per second over the K40", scale="log"), text=lambda v: f"{v:.0f}x").rstrip("\n")
+
+
+def chart_data(lines):
+    """The lines of a chart's <desc> (a label and its figure each), or all its lines without one."""
+    m = re.search(r"<desc[^>]*>(.*?)</desc>", "\n".join(lines), re.S)
+    return m.group(1).splitlines() if m else lines
 
 
 DOC = os.path.join(ROOT, "docs", "huangs-law.md")  # the committed study, which --check compares with
@@ -317,6 +324,8 @@ def main():
                 # The page links its chart by the name written beside it.
                 made_lines = fm.read().replace(f"]({os.path.basename(chart)})", f"]({os.path.basename(doc_chart)})").splitlines()
                 kept_lines = fk.read().splitlines()
+            if made == chart:  # the chart's figures (its <desc>), not matplotlib's coordinates
+                made_lines, kept_lines = (chart_data(x) for x in (made_lines, kept_lines))
             if made_lines != kept_lines:
                 first = next((i for i, (m, k) in enumerate(zip(made_lines, kept_lines)) if m != k),
                              min(len(made_lines), len(kept_lines)))

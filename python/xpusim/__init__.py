@@ -13,6 +13,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 import tempfile
 
 import yaml
@@ -143,8 +144,11 @@ def _path(x, what):
 
 def _command(cmd):
     """Runs one of xpusim's commands; its error line (file, line, key) becomes xpusim.Error."""
-    r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                       env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
+    env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
+    # The binary's Python commands (serve, the sweep's page) run in this interpreter, which has
+    # the packages this script has (a virtual environment's), unless the caller chose another.
+    env.setdefault("XPUSIM_PYTHON_EXE", sys.executable)
+    r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
     if r.returncode != 0:
         prefixes = ("error: ", "xpusim-serve: ", "xpusim-trace: ")
         lines = [l for l in r.stderr.splitlines() if l.startswith(prefixes)]

@@ -482,9 +482,9 @@ int exec_package(const std::string& command, const std::string& module, const st
   // (build/python, say) would shadow the source tree's. Python 3.11 leaves it out under this.
   setenv("PYTHONSAFEPATH", "1", 1);
   // The Python the build found (Debian's, with the packages scripts/install-deps.sh installs), or
-  // the one XPUSIM_PYTHON names.
-  const char* chosen = std::getenv("XPUSIM_PYTHON");
-  const std::string python = chosen && *chosen ? chosen : XPUSIM_PYTHON3;
+  // the one XPUSIM_PYTHON_EXE names.
+  const char* chosen = std::getenv("XPUSIM_PYTHON_EXE");
+  const std::string python = chosen && *chosen ? chosen : XPUSIM_PYTHON_EXE;
   std::vector<std::string> args = {python, "-m", "xpusim." + module};
   if (tell_self) {
     std::vector<char> self(4096, '\0');
@@ -498,7 +498,7 @@ int exec_package(const std::string& command, const std::string& module, const st
   std::cout.flush();
   execvp(python.c_str(), argv.data());
   throw UserError("xpusim " + command + ": cannot run " + python + " (" + std::string(std::strerror(errno)) + ")" +
-                  (chosen && *chosen ? " (XPUSIM_PYTHON names it)" : ""));
+                  (chosen && *chosen ? " (XPUSIM_PYTHON_EXE names it)" : ""));
 }
 
 // The serving simulation (python/xpusim/serving/, docs/serving.md), told where this binary is

@@ -398,6 +398,8 @@ int run(const Spec& spec, const std::vector<Point>& points, const Options& opt, 
     results.finish();
     // The page is drawn in Python (xpusim.plots, matplotlib) by `xpusim plot sweep`: where it
     // cannot be, the results stand and the warning says how to draw it later.
+    std::error_code gone;
+    fs::remove(root / "sweep.html", gone);  // an earlier run's page would no longer show these results
     const auto [page_rc, page_text] = run_captured(opt.self_exe, {"plot", "sweep", root.string()});
     out << "sweep " << spec.name << ": " << results.ok_count() << " of " << points.size() << " points ok";
     if (results.failed_count() > 0) out << ", " << results.failed_count() << " failed (their errors are in results.csv)";
@@ -407,6 +409,8 @@ int run(const Spec& spec, const std::vector<Point>& points, const Options& opt, 
       while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
       if (const size_t nl = why.find_last_of('\n'); nl != std::string::npos) why = why.substr(nl + 1);
       if (why.rfind("error: ", 0) == 0) why = why.substr(7);
+      if (why.empty()) why = "exit status " + std::to_string(page_rc);
+      out.flush();  // the summary above, then the warning
       std::fprintf(stderr, "warning: sweep.html not drawn (%s); the results are complete: draw it with `xpusim plot sweep %s`\n",
                    why.c_str(), root.c_str());
     }

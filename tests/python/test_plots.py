@@ -89,3 +89,46 @@ def test_plot_command_names_what_is_missing(tmp_path, capsys):
     (tmp_path / "results.jsonl").write_text('{"index": 0, "status": "ok"}\n{"index": 1, "sta')
     assert plot_cli.main(["sweep", str(tmp_path)]) == 1
     assert "results.jsonl:2: not a result" in capsys.readouterr().err
+
+
+def test_failed_points_beyond_the_working_ones_are_inside_the_chart():
+    rows = rows_for("sm.count", ["8", "16", "32"], [4e-3, 2e-3, 1e-3])
+    rows += [dict(rows[0], index=3, id="p3", status="failed", error="boom", **{"sm.count": "1000", "time_s": None}),
+             dict(rows[0], index=4, id="p4", status="failed", error="bang", **{"sm.count": "1000", "time_s": None})]
+    page = sweep_page.page({"name": "f", "kind": "run", "axes": ["sm.count"]}, rows)
+    data, svg = figure(page, "axis-sm.count-gemm")
+    width = float(re.search(r'viewBox="0 0 ([0-9.]+) ', svg).group(1))
+    group = re.search(r'<g id="axis-sm.count-gemm-failed">(.*?)</g>\s*</g>', svg, re.S).group(1)
+    crosses = re.findall(r'<use [^>]*x="([-0-9.]+)"[^>]*><title>([^<]*)</title>', group)
+    assert len(crosses) == 1  # the two failures at 1000 share a cross, both in its tooltip
+    assert "boom" in crosses[0][1] and "bang" in crosses[0][1]
+    assert 0 < float(crosses[0][0]) < width
+    assert "1000" in data["xticks"].split("|")
+    # A group where every point failed still shows its crosses on an axis of their values.
+    page = sweep_page.page({"name": "f", "kind": "run", "axes": ["sm.count"]}, rows[3:])
+    data, svg = figure(page, "axis-sm.count-gemm")
+    assert float(re.search(r'<g id="axis-sm.count-gemm-failed">.*?<use [^>]*x="([-0-9.]+)"', svg, re.S).group(1)) < \
+        float(re.search(r'viewBox="0 0 ([0-9.]+) ', svg).group(1))
+    assert "No point of it ran" in page
+
+
+def test_close_values_get_the_digits_that_tell_their_ticks_apart():
+    chart = plots.Chart("close", "t", plots.Axis("time", "s"), plots.Axis("energy", "J"),
+                        [plots.Series("s", [2.36001e-3, 2.36004e-3], [0.31501, 0.31504])])
+    data = dict(re.findall(r'data-(\w+)="([^"]*)"', plots.render(chart).split(">", 1)[0]))
+    for axis in ("xticks", "yticks"):
+        ticks = data[axis].split("|")
+        assert len(set(ticks)) == len(ticks) > 1, ticks
+
+
+def test_drawing_leaves_the_callers_matplotlib_settings_alone():
+    import matplotlib
+    before = (matplotlib.get_backend(), matplotlib.rcParams["font.size"], matplotlib.rcParams["axes.grid"])
+    plots.render(plots.Chart("c", "t", plots.Axis("x"), plots.Axis("y"), [plots.Series("s", [1, 2], [1, 2])]))
+    assert (matplotlib.get_backend(), matplotlib.rcParams["font.size"], matplotlib.rcParams["axes.grid"]) == before
+
+
+def test_an_id_from_any_file_name_is_safe_and_counts_as_a_number_only_with_a_unit_it_scales():
+    assert plots.Chart('a "b" & c.yaml', "t", plots.Axis("x"), plots.Axis("y")).id == "a--b----c.yaml"
+    assert plots.parse("8 GPUs") == (8.0, "GPUs")
+    assert plots.parse("1k") == (1000.0, "")

@@ -214,7 +214,7 @@ class Sweep(unittest.TestCase):
             f.write(f"xpusim_sweep: 1\nname: one\nconfigs: [{ROOT}/configs/h100-sxm.yaml]\n"
                     f"traces: [{ROOT}/tests/data/gemm-2k.yaml]\naxes:\n  sm.count: [132]\n")
         out = os.path.join(self.tmp, "no-page")
-        r = subprocess.run([XPUSIM, "sweep", spec, "-o", out, "--fidelity", "fast"], env=dict(ENV, XPUSIM_PYTHON=fake),
+        r = subprocess.run([XPUSIM, "sweep", spec, "-o", out, "--fidelity", "fast"], env=dict(ENV, XPUSIM_PYTHON_EXE=fake),
                            capture_output=True, text=True, timeout=600)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("warning: sweep.html not drawn (drawing needs matplotlib (python3-matplotlib))", r.stderr)

@@ -4,6 +4,7 @@ An axis is numeric wherever its values are numbers (with or without a unit), on 
 they span two decades or more, and its ticks carry the unit with an SI prefix ("200 ms", "1.5 s",
 "80 GiB"), as the tables beside them do (units.py). A chart's points can carry tooltips (an SVG
 <title>, shown on hover) and its failed points are red crosses on the x axis."""
+import contextlib
 import html
 import io
 import math
@@ -22,27 +23,36 @@ class PlotError(RuntimeError):
     """A page cannot be drawn (matplotlib is missing): the message says what to install."""
 
 
-def _pyplot():
+RC = {
+    "svg.fonttype": "none",        # text as text: the browser's fonts, searchable, small
+    "svg.hashsalt": "xpusim",      # the same ids on every run: pages are reproducible
+    "font.family": "sans-serif",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#e6e6e6",
+    "axes.axisbelow": True,
+    "legend.frameon": False,
+}
+
+
+@contextlib.contextmanager
+def _figure(width, height, rows=1, columns=1):
+    """A matplotlib figure and its axes (a rows x columns array) under the pages' style, drawn
+    to SVG: neither pyplot's state nor the caller's settings (a notebook's) are touched."""
     try:
         import matplotlib
+        from matplotlib.backends.backend_svg import FigureCanvasSVG
+        from matplotlib.figure import Figure
     except ImportError as e:
         raise PlotError("drawing xpusim's pages needs matplotlib (Debian: apt-get install python3-matplotlib; "
                         "scripts/install-deps.sh installs it)") from e
-    matplotlib.use("svg")
-    import matplotlib.pyplot as plt
-    plt.rcParams.update({
-        "svg.fonttype": "none",        # text as text: the browser's fonts, searchable, small
-        "svg.hashsalt": "xpusim",      # the same ids on every run: pages are reproducible
-        "font.family": "sans-serif",
-        "font.size": 9,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.grid": True,
-        "grid.color": "#e6e6e6",
-        "axes.axisbelow": True,
-        "legend.frameon": False,
-    })
-    return plt
+    with matplotlib.rc_context(RC):
+        fig = Figure(figsize=(width, height))
+        FigureCanvasSVG(fig)
+        axes = fig.subplots(rows, columns, squeeze=False)
+        yield fig, axes
 
 
 @dataclass
@@ -79,6 +89,14 @@ class Chart:
     failed_x: list = field(default_factory=list)     # failed points: a red cross on the x axis
     failed_tips: list = field(default_factory=list)
 
+    def __post_init__(self):
+        self.id = safe_id(self.id)
+
+
+def safe_id(text):
+    """An HTML and SVG id from any text (a trace's file name): letters, digits, '_', '.' and '-'."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", str(text)) or "chart"
+
 
 def spans_decades(values, ratio=LOG_RATIO):
     v = [x for x in values if x is not None and math.isfinite(x)]
@@ -91,7 +109,7 @@ def _scale(axis, values):
     return axis.scale or ("log" if spans_decades(values) else "linear")
 
 
-def _ticks(ax_axis, axis, scale, plt, values=()):
+def _ticks(ax_axis, axis, scale, values=()):
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
     if axis.categories is not None:
         n = len(axis.categories)
@@ -109,7 +127,31 @@ def _ticks(ax_axis, axis, scale, plt, values=()):
     else:
         ax_axis.set_major_locator(MaxNLocator(nbins=6))
         ax_axis.set_minor_locator(NullLocator())
-    ax_axis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v, axis.unit, 3)))
+    ax_axis.set_major_formatter(_UnitFormatter(axis.unit))
+
+
+def _unit_formatter_class():
+    from matplotlib.ticker import Formatter
+
+    class UnitFormatter(Formatter):
+        """Ticks with their unit, to as few digits (three or more) as keep them apart: close
+        values (2.3601 and 2.3602 ms) are not all written "2.36 ms"."""
+        def __init__(self, unit):
+            self.unit, self.digits = unit, 3
+
+        def set_locs(self, locs):
+            super().set_locs(locs)
+            self.digits = 3
+            while self.digits < 9 and len({fmt(v, self.unit, self.digits) for v in locs}) < len(set(locs)):
+                self.digits += 1
+
+        def __call__(self, v, pos=None):
+            return fmt(v, self.unit, self.digits)
+    return UnitFormatter
+
+
+def _UnitFormatter(unit):
+    return _unit_formatter_class()(unit)
 
 
 def _add_titles(svg, groups):
@@ -131,7 +173,7 @@ def _add_titles(svg, groups):
 def _own_ids(svg, prefix):
     """matplotlib's ids (xtick_1, clip paths, markers) made the chart's own, so that several
     charts on one page never share one; the ids given as gid (the chart's) stay as they are."""
-    ids = [i for i in re.findall(r' id="([^"]+)"', svg) if not i.startswith(prefix)]
+    ids = [i for i in re.findall(r' id="([^"]+)"', svg) if not i.startswith(prefix + "-")]
     if not ids:
         return svg
     alt = "|".join(map(re.escape, sorted(set(ids), key=len, reverse=True)))
@@ -139,7 +181,7 @@ def _own_ids(svg, prefix):
     return names.sub(lambda m: f"{prefix}-{m.group(0)}", svg)
 
 
-def _draw(ax, chart, plt):
+def _draw(ax, chart):
     """Draws the chart on the axes; returns its tooltips {gid: [tip, ...]} and its two scales."""
     xs = [v for s in chart.series for v in s.x if v is not None] + list(chart.failed_x)
     ys = [v for s in chart.series for v, x in zip(s.y, s.x) if v is not None and x is not None]
@@ -164,7 +206,7 @@ def _draw(ax, chart, plt):
             label = None
         else:
             label = s.name
-        if s.markers or not s.line:
+        if s.markers or not s.line or len(pts) == 1:
             gid = f"{chart.id}-points-{k}"
             ax.scatter(px, py, s=18, color=c, zorder=3, label=label, gid=gid)
             if s.tips:
@@ -173,17 +215,26 @@ def _draw(ax, chart, plt):
             if p[3]:
                 ax.annotate(p[3], (p[0], p[1]), textcoords="offset points", xytext=(4, 4), fontsize=7,
                             color="#444", gid=f"{chart.id}-label-{k}-{i}")
-    if chart.failed_x:
+    failed = {}  # failed points at one x share a cross, their tooltips one below another
+    for i, x in enumerate(chart.failed_x):
+        if x is not None and math.isfinite(x) and (xscale != "log" or x > 0):
+            failed.setdefault(x, []).append(chart.failed_tips[i] if i < len(chart.failed_tips) else "")
+    if failed:
         gid = f"{chart.id}-failed"
-        ax.scatter(chart.failed_x, [0] * len(chart.failed_x), marker="x", s=40, color=FAILED, zorder=4,
+        ax.scatter(list(failed), [0] * len(failed), marker="x", s=40, color=FAILED, zorder=4,
                    transform=ax.get_xaxis_transform(), clip_on=False, label="failed", gid=gid)
-        tips[gid] = list(chart.failed_tips)
+        tips[gid] = ["\n".join(t) for t in failed.values()]
+        # The crosses' transform leaves them out of the data limits: the x range is widened to hold them.
+        ax.update_datalim([(x, 0) for x in failed], updatey=False)
+        if not any(s.x for s in chart.series):
+            ax.set_ylim(0, 1)
+        ax.autoscale_view(scaley=False)
     if yscale == "linear" and chart.y.from_zero and chart.y.categories is None:
         ax.set_ylim(bottom=0)
     if chart.x.categories is not None:
         ax.set_xlim(-0.5, len(chart.x.categories) - 0.5)
-    _ticks(ax.xaxis, chart.x, xscale, plt, xs)
-    _ticks(ax.yaxis, chart.y, yscale, plt, ys)
+    _ticks(ax.xaxis, chart.x, xscale, xs)
+    _ticks(ax.yaxis, chart.y, yscale, ys)
     handles, _ = ax.get_legend_handles_labels()
     if len(handles) > 1:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, ncol=1 if len(handles) <= 16 else 2)
@@ -211,14 +262,11 @@ def _svg_text(fig):
 def render(chart, width=5.6, height=3.3):
     """The chart as an HTML <figure> holding its SVG, with data-xscale and data-yscale saying
     which scales it chose and data-xticks and data-yticks the tick labels it drew ("|" between)."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(width, height))
-    try:
-        tips, xscale, yscale = _draw(ax, chart, plt)
+    with _figure(width, height) as (fig, axes):
+        ax = axes[0][0]
+        tips, xscale, yscale = _draw(ax, chart)
         svg = _svg_text(fig)
         shown = _shown_ticks(ax)
-    finally:
-        plt.close(fig)
     svg = _own_ids(_add_titles(svg, tips), chart.id)
     names = ["category" if a.categories is not None else sc for a, sc in ((chart.x, xscale), (chart.y, yscale))]
     return (f'<figure class="chart" id="{html.escape(chart.id)}" data-xscale="{names[0]}" data-yscale="{names[1]}" '
@@ -228,20 +276,16 @@ def render(chart, width=5.6, height=3.3):
 def svg_file(charts, columns=None, width=4.4, height=3.3):
     """Charts side by side (a row of panels, or `columns` a row) as one standalone SVG file, for
     the docs."""
-    plt = _pyplot()
     columns = columns or len(charts)
     rows = math.ceil(len(charts) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False)
-    try:
+    with _figure(width * columns, height * rows, rows, columns) as (fig, axes):
         tips = {}
         for ax, chart in zip(axes.flat, charts):
-            tips.update(_draw(ax, chart, plt)[0])
+            tips.update(_draw(ax, chart)[0])
         for ax in list(axes.flat)[len(charts):]:
             ax.set_visible(False)
         fig.tight_layout()
         svg = _svg_text(fig)
-    finally:
-        plt.close(fig)
     return _add_titles(svg, tips)
 
 
@@ -249,9 +293,8 @@ def bars(chart_id, title, labels, values, axis, text=None, colour=COLOURS[0]):
     """Horizontal bars, one per label (top to bottom), their length on `axis` (log where the values
     span two decades), each value written at its bar's end (as text(value) says, else with its
     unit); standalone SVG text."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 0.5 + 0.32 * len(labels)))
-    try:
+    with _figure(6.4, 0.5 + 0.32 * len(labels)) as (fig, axes):
+        ax = axes[0][0]
         scale = _scale(axis, values)
         ax.set_xscale(scale)
         ys = list(range(len(labels)))[::-1]
@@ -264,9 +307,11 @@ def bars(chart_id, title, labels, values, axis, text=None, colour=COLOURS[0]):
         ax.grid(axis="y", visible=False)
         ax.set_title(title, loc="left", fontsize=10)
         ax.set_xlabel(axis.label)
-        _ticks(ax.xaxis, axis, scale, plt, values)
+        _ticks(ax.xaxis, axis, scale, values)
         ax.set_xlim(left=left, right=max(values) * (3 if scale == "log" else 1.15))
         svg = _svg_text(fig)
-    finally:
-        plt.close(fig)
-    return svg
+    # The figures drawn, as text: what a check of the chart compares (its coordinates depend on
+    # matplotlib's version and the fonts).
+    data = "\n".join(f"{html.escape(str(k))}: {v:.6g}" for k, v in zip(labels, values))
+    at = svg.index(">", svg.index("<svg")) + 1
+    return svg[:at] + f'\n <desc id="{safe_id(chart_id)}-data">{data}</desc>' + svg[at:]

@@ -161,8 +161,12 @@ def page(meta, rows):
     for r in rows:  # those with failed points only too: their charts show the failures
         if r.get(group) not in groups:
             groups.append(r.get(group))
+    used = set()
     for g in groups:
         name = short_name(g)
+        if name in used:  # two traces of one file name in different folders: charts of their own
+            name = next(f"{name}-{k}" for k in range(2, len(groups) + 2) if f"{name}-{k}" not in used)
+        used.add(name)
         mine = [r for r in rows if r.get(group) == g]
         mine_ok = [r for r in ok if r.get(group) == g]
         body.append(f"<h2>{esc(name)}</h2>\n<div class=\"charts\">")
@@ -171,8 +175,13 @@ def page(meta, rows):
                 chart_id = "axis-" + (metric[0] + "-" if len(kind["lines"]) > 1 else "") + axis + "-" + name
                 body.append(_axis_chart(chart_id, metric, axis, axes, mine, mine_ok, several_configs))
         pareto = _pareto_chart("pareto-" + name, kind["pareto"], axes, mine_ok, several_configs)
-        body.append(pareto or f"<p class=\"muted\">No {esc(kind['pareto'][1][1])} figures (the configs name no energy "
-                              "table): no Pareto chart.</p>")
+        if pareto:
+            body.append(pareto)
+        elif not mine_ok:
+            body.append("<p class=\"muted\">No point of it ran: no Pareto chart.</p>")
+        else:
+            body.append(f"<p class=\"muted\">No {esc(kind['pareto'][1][1])} figures (the configs name no energy "
+                        "table): no Pareto chart.</p>")
         body.append("</div>")
     # The table as one reads it: figures to four digits with their units, files by name, errors
     # cut (results.csv has every digit, the list above every error).

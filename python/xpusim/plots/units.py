@@ -8,13 +8,19 @@ import re
 _DECIMAL = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "u"),
             (1e-9, "n"), (1e-12, "p"), (1e-15, "f")]
 _BINARY = [(1024.0 ** 5, "Pi"), (1024.0 ** 4, "Ti"), (1024.0 ** 3, "Gi"), (1024.0 ** 2, "Mi"), (1024.0, "Ki"), (1.0, "")]
-_PREFIX = {p: s for s, p in _DECIMAL if p} | {p: s for s, p in _BINARY if p} | {"K": 1e3, "µ": 1e-6}
+_PREFIX = {p: s for s, p in _DECIMAL if p} | {p: s for s, p in _BINARY if p} | {"K": 1e3, "µ": 1e-6, "μ": 1e-6}
+# The units an SI prefix may stand before in an axis's values ("ms", "GT/s", "TB/s", "kW").
+_BASE_UNITS = {"s", "J", "W", "Wh", "V", "A", "Hz", "B", "b", "bit", "B/s", "b/s", "bit/s", "T/s", "FLOP", "FLOPS",
+               "FLOP/s", "OPS", "OP/s", "B/cycle", "J/bit", "J/token"}
 
 
 def _number(v, digits):
     t = f"{v:.{digits}g}"
-    if "e" in t:  # %g's exponent form for 4+ digit integers at few digits: write them out
-        t = f"{v:.0f}" if abs(v) >= 1 else t
+    if "e" in t:  # %g's exponent form: written out (large ones whole, small ones in decimals)
+        if abs(v) >= 1:
+            t = f"{v:.0f}"
+        else:
+            t = f"{v:.{digits - 1 - math.floor(math.log10(abs(v)))}f}".rstrip("0").rstrip(".")
     return t
 
 
@@ -30,7 +36,7 @@ def fmt(value, unit="", digits=4):
         return "0" + (f" {unit}" if unit else "")
     a = abs(value)
     if not unit:  # a plain count or ratio: prefixes only for large ones
-        if a < 1e4:
+        if a < 1e4 and float(_number(a, digits)) < 1e4:
             return _number(value, digits)
         steps = [s for s in _DECIMAL if s[0] >= 1]
     elif unit == "B":
@@ -52,7 +58,7 @@ def fmt(value, unit="", digits=4):
     return f"{_number(value / scale, digits)} {prefix}{unit}".rstrip()
 
 
-_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ/%^0-9]*)\s*$")
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµμ/%^0-9]*)\s*$")
 
 
 def parse(text):
@@ -66,10 +72,13 @@ def parse(text):
     value, word = float(m.group(1)), m.group(2)
     if word and word[0].isdigit():
         return None
+    if word in ("k", "K", "M", "G", "T"):  # a bare multiplier: 1k is 1000
+        return value * _PREFIX[word], ""
     for p in ("Ki", "Mi", "Gi", "Ti", "Pi"):
-        if word.startswith(p) and len(word) > 2:
+        if word.startswith(p) and word[2:] in ("B", "b", "bit"):
             return value * _PREFIX[p], word[2:]
-    if len(word) > 1 and word[0] in _PREFIX and word[1] != "/":
+    # A prefix only before a unit it can scale: "8 GPUs" and "4 nodes" are counts of things.
+    if len(word) > 1 and word[0] in _PREFIX and word[1:] in _BASE_UNITS:
         return value * _PREFIX[word[0]], word[1:]
     return value, word
 
