@@ -132,3 +132,14 @@ def test_an_id_from_any_file_name_is_safe_and_counts_as_a_number_only_with_a_uni
     assert plots.Chart('a "b" & c.yaml', "t", plots.Axis("x"), plots.Axis("y")).id == "a--b----c.yaml"
     assert plots.parse("8 GPUs") == (8.0, "GPUs")
     assert plots.parse("1k") == (1000.0, "")
+
+
+def test_labels_that_would_overlap_are_left_out():
+    xs = [1.0, 1.001, 1.002, 2.0]
+    chart = plots.Chart("lab", "t", plots.Axis("x"), plots.Axis("y"),
+                        [plots.Series("front", xs, [1.0, 1.0, 1.0, 2.0], tips=list("abcd"),
+                                      labels=["first", "second", "third", "far"])])
+    page = plots.render(chart)
+    shown = re.findall(r'<g id="lab-label-0-\d+">\s*<text[^>]*>([^<]*)</text>', page)
+    assert shown == ["first", "far"]
+    assert page.count("<title>") == 4  # every point keeps its tooltip

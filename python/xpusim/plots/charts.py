@@ -191,7 +191,7 @@ def _draw(ax, chart):
     ax.set_ylabel(chart.y.label)
     ax.set_xscale(xscale)
     ax.set_yscale(yscale)
-    tips = {}
+    tips, labels = {}, []
     for k, s in enumerate(chart.series):
         pts = [(x, y, (s.tips or [None] * len(s.x))[i], (s.labels or [None] * len(s.x))[i])
                for i, (x, y) in enumerate(zip(s.x, s.y))
@@ -211,10 +211,7 @@ def _draw(ax, chart):
             ax.scatter(px, py, s=18, color=c, zorder=3, label=label, gid=gid)
             if s.tips:
                 tips[gid] = [p[2] or "" for p in pts]
-        for i, p in enumerate(pts):
-            if p[3]:
-                ax.annotate(p[3], (p[0], p[1]), textcoords="offset points", xytext=(4, 4), fontsize=7,
-                            color="#444", gid=f"{chart.id}-label-{k}-{i}")
+        labels += [(p[3], p[0], p[1], f"{chart.id}-label-{k}-{i}") for i, p in enumerate(pts) if p[3]]
     failed = {}  # failed points at one x share a cross, their tooltips one below another
     for i, x in enumerate(chart.failed_x):
         if x is not None and math.isfinite(x) and (xscale != "log" or x > 0):
@@ -235,10 +232,30 @@ def _draw(ax, chart):
         ax.set_xlim(-0.5, len(chart.x.categories) - 0.5)
     _ticks(ax.xaxis, chart.x, xscale, xs)
     _ticks(ax.yaxis, chart.y, yscale, ys)
+    _place_labels(ax, labels)
     handles, _ = ax.get_legend_handles_labels()
     if len(handles) > 1:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, ncol=1 if len(handles) <= 16 else 2)
     return tips, xscale, yscale
+
+
+def _place_labels(ax, labels, size=7):
+    """Writes each point's label beside it, in order, leaving out one that would overlap a label
+    already written (its point keeps its tooltip)."""
+    if not labels:
+        return
+    ax.get_xlim(), ax.get_ylim()  # the limits settled, so that points map to where they are drawn
+    dpi = ax.figure.dpi
+    char_w, line_h, gap = 0.6 * size * dpi / 72, 1.3 * size * dpi / 72, 4 * dpi / 72
+    written = []
+    for text, x, y, gid in labels:
+        px, py = ax.transData.transform((x, y))
+        left, bottom = px + gap, py + gap
+        right, top = left + char_w * len(text), bottom + line_h
+        if any(left < r and l < right and bottom < t and b < top for l, b, r, t in written):
+            continue
+        written.append((left, bottom, right, top))
+        ax.annotate(text, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=size, color="#444", gid=gid)
 
 
 def _shown_ticks(ax):
