@@ -5,6 +5,7 @@ they span two decades or more, and its ticks carry the unit with an SI prefix ("
 "80 GiB"), as the tables beside them do (units.py). A chart's points can carry tooltips (an SVG
 <title>, shown on hover) and its failed points are red crosses on the x axis."""
 import contextlib
+import functools
 import html
 import io
 import math
@@ -127,10 +128,12 @@ def _ticks(ax_axis, axis, scale, values=()):
     else:
         ax_axis.set_major_locator(MaxNLocator(nbins=6))
         ax_axis.set_minor_locator(NullLocator())
-    ax_axis.set_major_formatter(_UnitFormatter(axis.unit))
+    ax_axis.set_major_formatter(_unit_formatter_class()(axis.unit))
 
 
+@functools.lru_cache(maxsize=None)
 def _unit_formatter_class():
+    """The tick formatter's class, made once: matplotlib is imported only when a page is drawn."""
     from matplotlib.ticker import Formatter
 
     class UnitFormatter(Formatter):
@@ -148,10 +151,6 @@ def _unit_formatter_class():
         def __call__(self, v, pos=None):
             return fmt(v, self.unit, self.digits)
     return UnitFormatter
-
-
-def _UnitFormatter(unit):
-    return _unit_formatter_class()(unit)
 
 
 def _add_titles(svg, groups):

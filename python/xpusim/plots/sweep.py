@@ -199,7 +199,7 @@ def page(meta, rows):
                 v = short_name(v)
             elif c == "error" and isinstance(v, str) and len(v) > 60:
                 v = v[:59] + "\u2026"
-            elif c in ("index",):
+            elif c == "index":
                 v = str(v)
             row.append(v)
         shown.append(row)
