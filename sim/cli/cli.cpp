@@ -467,14 +467,28 @@ void route_systemc_reports() {
 }
 
 // Commands written in Python (python/xpusim/, docs/python.md): run `python3 -m xpusim.MODULE` in
-// this process's place, the source tree's package first on the path. Returns only when it cannot
-// start.
+// this process's place, the package first on the path: the one installed with this binary
+// (`cmake --install` puts it in PREFIX/XPUSIM_PYTHON_SITE beside PREFIX/bin/xpusim, and it is the
+// same version), else the source tree's it was built from. Returns only when it cannot start.
 int exec_package(const std::string& command, const std::string& module, const std::vector<std::string>& rest,
                  bool tell_self) {
-  const std::string package = std::string(XPUSIM_SOURCE_DIR) + "/python";
-  if (!std::filesystem::exists(package + "/xpusim/" + module + "/__main__.py"))
-    throw UserError("xpusim " + command + " runs the package in " + package + ", which is not there (it comes with the "
-                    "source tree xpusim was built from)");
+  std::vector<std::string> places;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && !std::string(XPUSIM_PYTHON_SITE).empty())
+    places.push_back((self.parent_path().parent_path() / XPUSIM_PYTHON_SITE).string());
+  places.push_back(std::string(XPUSIM_SOURCE_DIR) + "/python");
+  const auto found = std::find_if(places.begin(), places.end(), [&](const std::string& p) {
+    return std::filesystem::exists(p + "/xpusim/" + module + "/__main__.py");
+  });
+  if (found == places.end()) {
+    std::string where;
+    for (const std::string& p : places) where += (where.empty() ? "" : " or ") + p;
+    throw UserError("xpusim " + command + " runs the xpusim package (python/xpusim/), which is in neither " + where +
+                    " (`cmake --install` puts it beside the installed binary; the source tree xpusim was built from "
+                    "has it)");
+  }
+  const std::string package = *found;
   const char* old = std::getenv("PYTHONPATH");
   const std::string path = package + (old && *old ? ":" + std::string(old) : "");
   setenv("PYTHONPATH", path.c_str(), 1);

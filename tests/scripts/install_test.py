@@ -2,7 +2,7 @@
 """`cmake --install` of a build (docs/python.md): the binary lands in PREFIX/bin and the package
 in PREFIX/<site folder>/xpusim, and from any folder, with that site folder as the only addition
 to Python's path, `import xpusim` finds its native part and the installed binary and simulates, and its serving
-and trace-generator modules run.
+and trace-generator modules run; the installed binary's `serve` and `plot` run the installed package.
 Installs into a temporary prefix (the default /usr/local is where Debian's python3 looks
 without PYTHONPATH).
 
@@ -44,6 +44,19 @@ def main():
             h = subprocess.run([python, "-m", module, "--help"], cwd=work, env=env, capture_output=True, text=True)
             if h.returncode or "usage:" not in h.stdout:
                 print(f"python3 -m {module} --help: exit {h.returncode}\n{h.stderr}")
+                return 1
+        # The installed binary's Python commands run the installed package (its own version), not
+        # the source tree's: each module's entry says where it ran from.
+        for command, module in (("serve", "serving"), ("plot", "plots")):
+            main_py = os.path.join(prefix, site, "xpusim", module, "__main__.py")
+            with open(main_py) as f:
+                text = f.read()
+            with open(main_py, "w") as f:
+                f.write("import sys\nsys.stderr.write('running ' + __file__ + '\\n')\n" + text)
+            h = subprocess.run([binary, command, "--help"], cwd=work, capture_output=True, text=True,
+                               env=dict(env, PYTHONPATH="", XPUSIM_PYTHON_EXE=python))
+            if h.returncode or "usage:" not in h.stdout or f"running {main_py}" not in h.stderr:
+                print(f"xpusim {command} --help (installed): exit {h.returncode}\n{h.stdout}{h.stderr}")
                 return 1
         return 0
     finally:
