@@ -481,13 +481,11 @@ int exec_package(const std::string& command, const std::string& module, const st
   const auto found = std::find_if(places.begin(), places.end(), [&](const std::string& p) {
     return std::filesystem::exists(p + "/xpusim/" + module + "/__main__.py");
   });
-  if (found == places.end()) {
-    std::string where;
-    for (const std::string& p : places) where += (where.empty() ? "" : " or ") + p;
-    throw UserError("xpusim " + command + " runs the xpusim package (python/xpusim/), which is in neither " + where +
+  if (found == places.end())
+    throw UserError("xpusim " + command + " runs the xpusim package (python/xpusim/), which is not in " +
+                    (places.size() > 1 ? places[0] + " nor in " + places[1] : places[0]) +
                     " (`cmake --install` puts it beside the installed binary; the source tree xpusim was built from "
                     "has it)");
-  }
   const std::string package = *found;
   const char* old = std::getenv("PYTHONPATH");
   const std::string path = package + (old && *old ? ":" + std::string(old) : "");
@@ -500,11 +498,7 @@ int exec_package(const std::string& command, const std::string& module, const st
   const char* chosen = std::getenv("XPUSIM_PYTHON_EXE");
   const std::string python = chosen && *chosen ? chosen : XPUSIM_PYTHON_EXE;
   std::vector<std::string> args = {python, "-m", "xpusim." + module};
-  if (tell_self) {
-    std::vector<char> self(4096, '\0');
-    const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
-    if (n > 0) args.insert(args.end(), {"--xpusim", std::string(self.data(), static_cast<size_t>(n))});
-  }
+  if (tell_self && !ec) args.insert(args.end(), {"--xpusim", self.string()});
   args.insert(args.end(), rest.begin(), rest.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
