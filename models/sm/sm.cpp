@@ -92,9 +92,27 @@ void Sm::launch(KernelRun* k, uint64_t cta, double start_s) {
   threads_ += r.threads;
   registers_ += r.registers;
   shared_ += r.shared_bytes;
+  if (!idle_threads_.empty()) {
+    CtaThread* t = idle_threads_.back();
+    idle_threads_.pop_back();
+    t->k = k, t->cta = cta, t->start_s = start_s;
+    t->go.notify();
+    return;
+  }
+  threads_made_.push_back(std::make_unique<CtaThread>());
+  CtaThread* t = threads_made_.back().get();
+  t->k = k, t->cta = cta, t->start_s = start_s;
   sc_core::sc_spawn_options opts;
   opts.set_stack_size(kCtaStackBytes);
-  sc_core::sc_spawn([this, k, cta, start_s] { run_cta(k, cta, start_s); }, nullptr, &opts);
+  sc_core::sc_spawn([this, t] { cta_thread(t); }, nullptr, &opts);
+}
+
+void Sm::cta_thread(CtaThread* t) {
+  for (;;) {
+    run_cta(t->k, t->cta, t->start_s);
+    idle_threads_.push_back(t);
+    sc_core::wait(t->go);
+  }
 }
 
 void Sm::wait_until(double t) {

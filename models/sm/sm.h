@@ -1,6 +1,6 @@
 #pragma once
-// A streaming multiprocessor at CTA granularity. Each resident CTA runs as its own SystemC
-// thread through its program: pipelined loads over the TLM socket, MMA work on the tensor core,
+// A streaming multiprocessor at CTA granularity. Each resident CTA runs on a SystemC thread of
+// its own (kept for the SM's next CTA once it is done) through its program: pipelined loads over the TLM socket, MMA work on the tensor core,
 // and SIMT work issued by the warp schedulers to the FP32 and SFU lanes. Occupancy (CTA slots,
 // warps, registers, shared memory) limits how many CTAs the dispatcher may place here.
 #include <functional>
@@ -61,6 +61,20 @@ class Sm : public sc_core::sc_module {
 
  private:
   void run_cta(KernelRun* k, uint64_t cta, double start_s);
+  // A thread that runs CTAs one after another, waiting on `go` in between. SystemC gives every
+  // thread a stack of its own, mapped when it is spawned and unmapped when it ends (with a guard
+  // page each time): a CTA a thread cost a quarter of the run in system calls and page faults.
+  // A waiting thread woken by an immediate notification joins the back of the runnable queue,
+  // as a freshly spawned one does, so the order CTAs run in is the same either way.
+  struct CtaThread {
+    sc_core::sc_event go;
+    KernelRun* k = nullptr;
+    uint64_t cta = 0;
+    double start_s = 0;
+  };
+  void cta_thread(CtaThread* t);
+  std::vector<std::unique_ptr<CtaThread>> threads_made_;
+  std::vector<CtaThread*> idle_threads_;
   double issue(const std::vector<Strided>& blocks, bool write, KernelRun* k, int fanout = 1, double after_s = 0);
   double issue_cached(const std::vector<Strided>& blocks, KernelRun* k);
   double issue_loads(const StepWork& w, KernelRun* k);
