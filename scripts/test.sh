@@ -33,8 +33,8 @@ fast() {
 # Catch2 tests, the Python module's). A test both trees hold checks the same assertions on the
 # same code in both: -O1 against -O2 moves no result on x86-64, where GCC rounds every
 # floating-point operation alike at either level (SSE2, no fused multiply-add without -march),
-# and the sanitizer build adds its checks; run twice, it cost a minute of the fast tier on two
-# cores for nothing either run could fail alone.
+# and the sanitizer build adds its checks; run in both, those tests cost about a minute of the
+# fast tier on two cores.
 fast_rest() {
   local numbers
   numbers=$(python3 - build-asan build "$SANITIZER_SKIPS" <<'PY'

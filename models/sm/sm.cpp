@@ -92,16 +92,18 @@ void Sm::launch(KernelRun* k, uint64_t cta, double start_s) {
   threads_ += r.threads;
   registers_ += r.registers;
   shared_ += r.shared_bytes;
-  if (!idle_threads_.empty()) {
-    CtaThread* t = idle_threads_.back();
-    idle_threads_.pop_back();
-    t->k = k, t->cta = cta, t->start_s = start_s;
+  const bool fresh = idle_threads_.empty();
+  if (fresh) {
+    threads_made_.push_back(std::make_unique<CtaThread>());
+    idle_threads_.push_back(threads_made_.back().get());
+  }
+  CtaThread* t = idle_threads_.back();
+  idle_threads_.pop_back();
+  t->k = k, t->cta = cta, t->start_s = start_s;
+  if (!fresh) {
     t->go.notify();
     return;
   }
-  threads_made_.push_back(std::make_unique<CtaThread>());
-  CtaThread* t = threads_made_.back().get();
-  t->k = k, t->cta = cta, t->start_s = start_s;
   sc_core::sc_spawn_options opts;
   opts.set_stack_size(kCtaStackBytes);
   sc_core::sc_spawn([this, t] { cta_thread(t); }, nullptr, &opts);

@@ -1,8 +1,9 @@
 #pragma once
 // A streaming multiprocessor at CTA granularity. Each resident CTA runs on a SystemC thread of
-// its own (kept for the SM's next CTA once it is done) through its program: pipelined loads over the TLM socket, MMA work on the tensor core,
-// and SIMT work issued by the warp schedulers to the FP32 and SFU lanes. Occupancy (CTA slots,
-// warps, registers, shared memory) limits how many CTAs the dispatcher may place here.
+// its own (kept for the SM's next CTA once it is done) through its program: pipelined loads over
+// the TLM socket, MMA work on the tensor core, and SIMT work issued by the warp schedulers to the
+// FP32 and SFU lanes. Occupancy (CTA slots, warps, registers, shared memory) limits how many CTAs
+// the dispatcher may place here.
 #include <functional>
 #include <memory>
 #include <vector>
@@ -63,7 +64,8 @@ class Sm : public sc_core::sc_module {
   void run_cta(KernelRun* k, uint64_t cta, double start_s);
   // A thread that runs CTAs one after another, waiting on `go` in between. SystemC gives every
   // thread a stack of its own, mapped when it is spawned and unmapped when it ends (with a guard
-  // page each time): a CTA a thread cost a quarter of the run in system calls and page faults.
+  // page each time): a thread spawned for every CTA cost a quarter of a run with many small CTAs
+  // in system calls and page faults.
   // A waiting thread woken by an immediate notification joins the back of the runnable queue,
   // as a freshly spawned one does, so the order CTAs run in is the same either way.
   struct CtaThread {
