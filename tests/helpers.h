@@ -14,6 +14,10 @@ struct StepWork;
 namespace xpusim::testing {
 
 std::string source_path(const std::string& rel);  // path under the repository
+// The shipped H100 SXM config, which most simulation tests run on.
+inline const std::string kH100 = source_path("configs/h100-sxm.yaml");
+// A number of a parsed report.
+inline double d(const YAML::Node& n) { return n.as<double>(); }
 // Writes `text` to a fresh temporary file with this name suffix and returns its path.
 std::string temp_file(const std::string& text, const std::string& suffix = ".yaml");
 // Loads config + trace, simulates in a forked child, returns the parsed report.json.

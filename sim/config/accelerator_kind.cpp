@@ -10,7 +10,7 @@ namespace {
 
 // Its operating point: within the chip's range, the clock at or below the line between the two
 // published operating points.
-void resolve(LoadedConfig& cfg) {
+void resolve_accelerator(LoadedConfig& cfg) {
   auto bad = [&](const std::string& key, const std::string& msg) { fail_at_key(cfg, key, msg); };
   const AcceleratorParams& a = cfg.chip.accel.accelerator;
   if (a.min_voltage_v >= a.max_voltage_v) bad("accelerator.min_voltage", "must be below accelerator.max_voltage");
@@ -38,7 +38,7 @@ const ChipKind& accelerator_kind() {
       accelerator_schema,
       [](ChipConfig& c) -> EnergyConfig& { return c.accel.energy; },
       [](ChipConfig& c) -> PowerParams& { return c.accel.power; },
-      resolve,
+      resolve_accelerator,
       power_defaults,
       [](const ChipConfig&) { return 1; },
   };

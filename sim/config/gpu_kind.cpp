@@ -92,7 +92,7 @@ void resolve_failed_links(LoadedConfig& cfg) {
   }
 }
 
-void resolve(LoadedConfig& cfg) {
+void resolve_gpu(LoadedConfig& cfg) {
   const double v = cfg.chip.gpu.energy.voltage_v;
   if (cfg.energy_table && v > 0 && v <= cfg.energy_table->threshold_voltage)
     fail_at_key(cfg, "energy.voltage", "is at or below the table's threshold voltage");
@@ -108,7 +108,7 @@ const ChipKind& gpu_kind() {
       gpu_schema,
       [](ChipConfig& c) -> EnergyConfig& { return c.gpu.energy; },
       [](ChipConfig& c) -> PowerParams& { return c.gpu.power; },
-      resolve,
+      resolve_gpu,
       [](const ChipConfig&, PowerParams&) {},  // a GPU's curve and boost are its config's
       [](const ChipConfig& c) { return c.gpu.noc.dies; },
   };

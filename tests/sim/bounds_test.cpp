@@ -14,9 +14,10 @@
 using xpusim::testing::error_of;
 using xpusim::testing::simulate;
 using xpusim::testing::source_path;
+using xpusim::testing::kH100;
+using xpusim::testing::d;
 
 namespace {
-const std::string kH100 = source_path("configs/h100-sxm.yaml");
 
 std::string gemm_trace(long m, long n, long k, const std::string& dtype = "bf16", const std::string& extra = "") {
   return "xpusim_trace: 1\nops:\n  - {name: g, kind: gemm, m: " + std::to_string(m) + ", n: " + std::to_string(n) +
@@ -26,7 +27,6 @@ std::string copy_trace(long elements, int inputs = 1) {
   return "xpusim_trace: 1\nops:\n  - {name: e, kind: elementwise, shape: [" + std::to_string(elements) +
          "], inputs: " + std::to_string(inputs) + ", dtype: fp32}\n";
 }
-double d(const YAML::Node& n) { return n.as<double>(); }
 }  // namespace
 
 TEST_CASE("a GEMM never beats the tensor-core peak", "[sim][bounds]") {
@@ -293,4 +293,38 @@ TEST_CASE("on Hopper a warp's mma.sync reaches tensor_core.mma_sync_share of the
   CHECK(hmma <= 0.667 * peak * 1.001);
   CHECK(hmma > 0.5 * peak);
   CHECK(wgmma > 0.667 * peak);
+}
+
+// The long tests above reach these paths on large inputs, several times over; these run each once
+// on inputs small enough for the sanitizer tier, which leaves the long ones to the fast tier where
+// shorter tests run all their lines (scripts/sanitizer-subset.py).
+TEST_CASE("small inputs take the rare paths: 2:4 metadata, accumulating epilogues, a reused output left dirty, a missing SIMT unit",
+          "[sim][bounds]") {
+  const YAML::Node sparse = simulate(kH100, gemm_trace(512, 512, 512, "fp8", ", sparsity: \"2:4\""));
+  CHECK(d(sparse["ops"][0]["peak_tflops"]) == Approx(2 * 1978.86).epsilon(1e-3));
+  CHECK(d(sparse["ops"][0]["tflops"]) <= d(sparse["ops"][0]["peak_tflops"]));
+  // In the tiles' epilogue (512^3) and in split-K's reduction (32 x 1280 x 8192), C is read once more.
+  for (const auto& mnk : std::vector<std::array<long, 3>>{{512, 512, 512}, {32, 1280, 8192}}) {
+    const YAML::Node plain = simulate(kH100, gemm_trace(mnk[0], mnk[1], mnk[2], "bf16", ", out_dtype: fp32"));
+    const YAML::Node acc = simulate(kH100, gemm_trace(mnk[0], mnk[1], mnk[2], "bf16", ", out_dtype: fp32, accumulate: true"));
+    INFO(mnk[0] << "x" << mnk[1] << "x" << mnk[2] << ": " << acc["ops"][0]["lowering"]["description"].as<std::string>());
+    CHECK(d(acc["ops"][0]["min_bytes"]) - d(plain["ops"][0]["min_bytes"]) == Approx(4.0 * mnk[0] * mnk[1]));
+    CHECK(d(acc["ops"][0]["time_s"]) > d(plain["ops"][0]["time_s"]));
+  }
+  // A reused op whose 2 MiB output is more than a 64th of the L2 leaves it there dirty, for the
+  // next op to write back.
+  xpusim::engine::SimOptions fast;
+  fast.fidelity = xpusim::engine::Fidelity::fast;
+  const YAML::Node reused = YAML::Load(xpusim::report::simulate_isolated(
+      xpusim::config::load_config(kH100),
+      xpusim::trace::load_trace(xpusim::testing::temp_file(
+          "xpusim_trace: 1\nops:\n  - repeat: 4\n    name: layer\n    ops:\n"
+          "      - {name: scale, kind: elementwise, shape: [1024, 1024], inputs: 1, dtype: bf16}\n"
+          "  - {name: sweep, kind: elementwise, shape: [4096, 1024], inputs: 1, dtype: bf16}\n")),
+      fast));
+  CHECK(reused["ops"][3]["fidelity"]["reused_from"]);
+  CHECK(d(reused["ops"][4]["memory"]["hbm_write_bytes"]) > 0);
+  const std::string k40 = source_path("configs/k40.yaml");
+  CHECK_THROWS_WITH(simulate(k40, "xpusim_trace: 1\nops:\n  - {name: l, kind: instruction_loop, instruction: hfma2, count: 10, warps: 32}\n"),
+                    Catch::Contains("no hfma2 (sm.hfma_per_lane is 0)"));
 }

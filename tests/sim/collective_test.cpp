@@ -15,6 +15,7 @@ using xpusim::testing::error_of;
 using xpusim::testing::simulate;
 using xpusim::testing::source_path;
 using xpusim::testing::temp_file;
+using xpusim::testing::d;
 
 namespace {
 const std::string kDgx = source_path("configs/systems/dgx-h100.yaml");
@@ -26,7 +27,6 @@ std::string coll(const std::string& kind, double bytes, const std::string& extra
   std::snprintf(buf, sizeof buf, "%.0f", bytes);
   return one_op("{name: c, kind: " + kind + ", bytes: " + buf + extra + "}");
 }
-double d(const YAML::Node& n) { return n.as<double>(); }
 
 // Seconds from the resolved config's values, as the model reads them.
 struct Link {

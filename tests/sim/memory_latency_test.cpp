@@ -7,10 +7,10 @@
 #include "sim/config/config_loader.h"
 
 using xpusim::testing::simulate;
+using xpusim::testing::kH100;
 using xpusim::testing::source_path;
 
 namespace {
-const std::string kH100 = source_path("configs/h100-sxm.yaml");
 // Latencies are sums of components given in cycles of sm.clock: run at that clock, as latency
 // microbenchmarks on real cards are run with locked clocks.
 const std::string kFixed = "power.mode=fixed_clock";

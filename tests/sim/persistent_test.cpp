@@ -8,10 +8,10 @@
 #include "helpers.h"
 
 using xpusim::testing::simulate;
-using xpusim::testing::source_path;
+using xpusim::testing::kH100;
+using xpusim::testing::d;
 
 namespace {
-const std::string kH100 = source_path("configs/h100-sxm.yaml");
 
 YAML::Node gemm(long m, long n, long k, bool persistent, const std::string& dtype = "fp8", const std::vector<std::string>& more = {}) {
   const std::string t = "xpusim_trace: 1\nops:\n  - {name: g, kind: gemm, m: " + std::to_string(m) + ", n: " + std::to_string(n) +
@@ -20,7 +20,6 @@ YAML::Node gemm(long m, long n, long k, bool persistent, const std::string& dtyp
   sets.insert(sets.end(), more.begin(), more.end());
   return simulate(kH100, t, sets)["ops"][0];
 }
-double d(const YAML::Node& n) { return n.as<double>(); }
 }  // namespace
 
 TEST_CASE("a persistent GEMM loads each next tile during the last one: short K loops of many waves stop waiting on memory",

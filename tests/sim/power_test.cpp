@@ -10,10 +10,10 @@
 #include "helpers.h"
 
 using xpusim::testing::simulate;
+using xpusim::testing::kH100;
 using xpusim::testing::source_path;
 
 namespace {
-const std::string kH100 = source_path("configs/h100-sxm.yaml");
 
 std::string gemms(int n, int size, const std::string& dtype = "bf16", const std::string& switching = "random") {
   std::string t = "xpusim_trace: 1\nname: gemms\nops:\n";

@@ -5,10 +5,9 @@
 #include "helpers.h"
 
 using xpusim::testing::simulate;
-using xpusim::testing::source_path;
+using xpusim::testing::kH100;
 
 namespace {
-const std::string kH100 = source_path("configs/h100-sxm.yaml");
 
 YAML::Node norm_op(long rows, long cols, const std::string& norm, const std::vector<std::string>& set = {}, int inputs = 1) {
   std::vector<std::string> s = set;

@@ -17,9 +17,9 @@
 using namespace xpusim;
 using xpusim::testing::simulate;
 using xpusim::testing::source_path;
+using xpusim::testing::kH100;
 
 namespace {
-const std::string kH100 = source_path("configs/h100-sxm.yaml");
 
 std::string gemm_trace(long m, long n, long k, const std::string& dtype = "bf16") {
   return "xpusim_trace: 1\nops:\n  - {name: g, kind: gemm, m: " + std::to_string(m) + ", n: " + std::to_string(n) +
@@ -50,11 +50,11 @@ trace::Op decode_op(int64_t batch, int64_t heads, int64_t kv_heads, int64_t kv) 
 }
 
 // Bytes stored and loaded over every CTA's whole program.
-struct Traffic {
+struct ProgramTraffic {
   double stores = 0, loads = 0, macs = 0;
 };
-Traffic traffic(const KernelProgram& p) {
-  Traffic t;
+ProgramTraffic traffic(const KernelProgram& p) {
+  ProgramTraffic t;
   xpusim::testing::for_each_work(p, [&](const StepWork& s) {
     t.stores += static_cast<double>(total_bytes(s.stores));
     t.loads += static_cast<double>(total_bytes(s.loads) + total_bytes(s.multicast_loads));
@@ -74,7 +74,7 @@ TEST_CASE("split-K: the same MACs as the unsplit kernel, partials written once a
   const auto whole = std::dynamic_pointer_cast<const lower::GemmProgram>(loff.lower(op).program);
   REQUIRE(whole);
   CHECK(whole->splits == 1);
-  const Traffic w = traffic(*whole);
+  const ProgramTraffic w = traffic(*whole);
   const double out = 1 * 1280 * 2, partial = 1 * 1280 * 4;  // the bf16 output; one fp32 copy of it
   // The op lowered with split-K under these overrides, and its split kernel.
   auto lowered = [&](std::vector<std::string> overrides, std::shared_ptr<const lower::GemmProgram>& split) {
@@ -93,7 +93,7 @@ TEST_CASE("split-K: the same MACs as the unsplit kernel, partials written once a
   SECTION("a second kernel adds the partials (cuBLAS's splitKreduce)") {
     const lower::LoweredOp lo = lowered({}, split);
     REQUIRE(lo.tail);
-    const Traffic s = traffic(*split), r = traffic(*lo.tail);
+    const ProgramTraffic s = traffic(*split), r = traffic(*lo.tail);
     // Every split stores its fp32 copy of the output and no output; the second kernel loads
     // every copy once and stores the output as the unsplit kernel does.
     const double copies = static_cast<double>(split->splits) * partial;
@@ -105,7 +105,7 @@ TEST_CASE("split-K: the same MACs as the unsplit kernel, partials written once a
   }
   SECTION("the last split adds them (CUTLASS's serial split-K)") {
     CHECK_FALSE(lowered({"kernels.gemm.split_k_reduction=serial"}, split).tail);
-    const Traffic s = traffic(*split);
+    const ProgramTraffic s = traffic(*split);
     // Each tile's partials: (splits - 1) of them, stored once and loaded once by the last split,
     // as fp32 of the tile's real rows and columns (over the tiles, the output's); the bf16
     // output as the unsplit kernel stores it.
@@ -187,7 +187,7 @@ TEST_CASE("stream-K: the same MACs as the data-parallel kernel, each partial wri
   uint64_t steps = 0;
   for (uint64_t c = 0; c < sk->num_ctas(); ++c) steps += sk->steps(c);
   CHECK(steps == sk->tiles() * sk->k_steps());
-  const Traffic s = traffic(*sk), w = traffic(*dp);
+  const ProgramTraffic s = traffic(*sk), w = traffic(*dp);
   CHECK(s.macs == Approx(w.macs));
   // A partial per stream-K CTA that ends inside a tile, stored once and loaded once by the CTA
   // that finishes the tile; every tile's output stored once, as the data-parallel kernel does.
@@ -231,7 +231,7 @@ TEST_CASE("decode attention: a KV head's query group per CTA, K and V read once,
   REQUIRE(p);
   CHECK(p->decode);
   CHECK(p->splits > 1);  // 2 (sequence, KV head) pairs on 132 SMs: split the KV
-  const Traffic t = traffic(*p);
+  const ProgramTraffic t = traffic(*p);
   const double kv = 2.0 * 2 * 4096 * 128 * 2, q = 2.0 * 8 * 128 * 2, out = q;
   // Every split stores its fp32 O rows and their log-sum-exps for both pairs; the combine kernel
   // loads each once and stores the output.
@@ -240,12 +240,12 @@ TEST_CASE("decode attention: a KV head's query group per CTA, K and V read once,
   CHECK(t.stores == Approx(partial));
   const lower::LoweredOp lo = l.lower(op);
   REQUIRE(lo.tail);
-  const Traffic c = traffic(*lo.tail);
+  const ProgramTraffic c = traffic(*lo.tail);
   CHECK(c.loads == Approx(partial));
   CHECK(c.stores == Approx(out));
   CHECK(lo.tail->num_ctas() == 2 * 8 / 4);  // FlashAttention's 4 rows per CTA at head_dim 128
   // 64-row MMA blocks for the 8 rows of the group, against a 128-row tile per query head.
-  const Traffic tp = traffic(*lp.lower(op).program);
+  const ProgramTraffic tp = traffic(*lp.lower(op).program);
   CHECK(tp.macs == Approx(t.macs * 8 * 2));
   // And it is faster: at batch 1 a padded kernel runs 8 CTAs (one per head) over the whole KV.
   const double fast = op_time(simulate(kH100, decode_trace(1, 8, 1, 16384)));
@@ -320,7 +320,7 @@ TEST_CASE("paged KV: the same K and V rows read through block tables, scattered 
   const auto cfg = config::load_config(kH100);
   lower::Lowering l(cfg.chip.gpu);
   trace::Op op = decode_op(4, 8, 2, 1000);
-  const Traffic flat = traffic(*l.lower(op).program);
+  const ProgramTraffic flat = traffic(*l.lower(op).program);
   for (int64_t page : {16, 64, 256}) {
     op.kv_page = page;
     const auto p = std::dynamic_pointer_cast<const lower::AttentionProgram>(l.lower(op).program);
@@ -338,7 +338,7 @@ TEST_CASE("paged KV: the same K and V rows read through block tables, scattered 
     if (p->pages_per_seq() > 2) CHECK(std::abs(p->page_slot(0, 1) - p->page_slot(0, 0)) > 1);
     // The same K and V bytes and MACs; the extra loads are the block tables' entries, one per page
     // of a KV block (a block spanning pages reads each entry it needs).
-    const Traffic t = traffic(*p);
+    const ProgramTraffic t = traffic(*p);
     CHECK(t.macs == Approx(flat.macs));
     CHECK(t.stores == Approx(flat.stores));
     CHECK(t.loads > flat.loads);

@@ -15,10 +15,10 @@
 using xpusim::testing::error_of;
 using xpusim::testing::source_path;
 using xpusim::testing::temp_file;
+using xpusim::testing::kH100;
 
 namespace {
 
-const std::string kH100 = source_path("configs/h100-sxm.yaml");
 const std::string kChain =
     "xpusim_trace: 1\nops:\n"
     "  - {name: a, kind: gemm, m: 1024, n: 1024, k: 1024}\n"

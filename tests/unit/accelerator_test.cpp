@@ -15,6 +15,7 @@ using xpusim::testing::error_of;
 using xpusim::testing::simulate;
 using xpusim::testing::source_path;
 using xpusim::testing::temp_file;
+using xpusim::testing::d;
 
 namespace {
 const std::string kMagnet = source_path("configs/magnet-int4.yaml");
@@ -34,7 +35,6 @@ std::string gemm(long m, long n, long k, const std::string& dtype, const std::st
   return "xpusim_trace: 1\nops:\n  - {name: g, kind: gemm, m: " + std::to_string(m) + ", n: " + std::to_string(n) +
          ", k: " + std::to_string(k) + ", dtype: " + dtype + extra + "}\n";
 }
-double d(const YAML::Node& n) { return n.as<double>(); }
 
 // Shapes of every kind the mapper meets: tiny, odd, skinny, batched, larger than any buffer.
 const std::vector<accel::GemmShape> kShapes = {
