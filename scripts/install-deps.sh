@@ -5,7 +5,7 @@
 #                                          render the HTML reports, pandas for the sweep example
 #   scripts/install-deps.sh --fuzz         also clang and its libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail
-packages=(build-essential cmake pkg-config libsystemc-dev libyaml-cpp-dev libboost-program-options-dev
+packages=(build-essential cmake ninja-build pkg-config libsystemc-dev libyaml-cpp-dev libboost-program-options-dev
           libspdlog-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler catch2 python3 python3-yaml python3-jsonschema python3-pytest python3-dev python3-matplotlib pybind11-dev libopenmpi-dev openmpi-bin)
 for arg in "$@"; do
   case "$arg" in
