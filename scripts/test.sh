@@ -21,9 +21,11 @@ export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 # The fast tier's build keeps line tables (-g1) rather than full debug information: the tests need
 # neither, and it compiles in about three quarters of the time (a build for a debugger:
 # scripts/build.sh in another folder, BUILD_DIR=build-debug). It is a unity build, eight sources
-# to a compiler run, which parses the headers they share once: 130 s against 234 s on two cores.
-# The sanitizer build compiles each source alone (at -O1 with the sanitizers, a unity build saves
-# nothing there), so a source that compiles only beside others still fails the suite.
+# to a compiler run, which parses the headers they share once: 130 s against 234 s on two cores
+# (with make; scripts/build.sh uses Ninja, 102 s).
+# The sanitizer build compiles each library source alone (at -O1 with the sanitizers, a unity build
+# saves nothing there), so one that compiles only beside others still fails the suite; the test
+# sources are a unity build in both trees (tests/CMakeLists.txt).
 fast_build() {
   ./scripts/build.sh -DXPUSIM_BUILD_TESTS=ON -DXPUSIM_WERROR=ON "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
     -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
