@@ -10,7 +10,9 @@ sanitizer tier alone and takes from gcov the lines of sim/ and models/ that each
 simulation children it forks included. Then it takes the tests shortest first: a test is kept when
 it is shorter than --min-seconds or runs a line no test kept before it runs. The rest, each taking
 at least --min-seconds, are written to tests/sanitizer-covered.txt. The sanitizer tier leaves those
-tests to the fast tier, which runs every test (scripts/tiers.py).
+tests to the fast tier (scripts/tiers.py). The fuzz replays are always kept: they are run for their
+inputs, not their lines. The list can go stale without a word when a change adds code that only a
+listed test reaches; rerun this script after such a change.
 
 Rerun it when a change adds code that only long tests reach:
 
@@ -77,12 +79,15 @@ def lines_run(tree, prefix):
                 gcda = os.path.join(d, f)
                 # gcov reads the notes file beside the counts: link the build's in.
                 gcno = os.path.join("/", os.path.relpath(gcda, prefix))[:-len(".gcda")] + ".gcno"
-                if os.path.exists(gcno):
-                    os.link(gcno, gcda[:-len(".gcda")] + ".gcno")
-                    gcdas.append(gcda)
+                if not os.path.exists(gcno):
+                    die(f"{gcno}: missing (the coverage build is out of date: rebuild {tree})")
+                os.symlink(gcno, gcda[:-len(".gcda")] + ".gcno")
+                gcdas.append(gcda)
     if not gcdas:
         return set()
     p = subprocess.run(["gcov", "--json-format", "--stdout", *gcdas], cwd=prefix, capture_output=True, text=True)
+    if p.returncode != 0:
+        die(f"gcov failed: {p.stderr.strip()[:500]}")
     run = set()
     for doc in p.stdout.splitlines():
         if not doc.startswith("{"):
@@ -136,7 +141,7 @@ def main():
         build(args.build_dir)
         commands = test_commands(args.build_dir)
         results = []
-        with tempfile.TemporaryDirectory() as scratch, concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        with tempfile.TemporaryDirectory(dir=args.build_dir) as scratch, concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             futures = [pool.submit(measure, args.build_dir, i, name, *c, scratch)
                        for i, (name, c) in enumerate(commands.items())]
             for i, f in enumerate(concurrent.futures.as_completed(futures), 1):
@@ -146,12 +151,15 @@ def main():
         with open(saved, "w") as f:
             json.dump([[name, secs, passed, sorted(lines)] for name, secs, passed, lines in results], f)
     failed = [name for name, _, passed, _ in results if not passed]
+    empty = [name for name, _, _, lines in results if not lines]
+    if empty:
+        die(f"{len(empty)} test(s) ran no line of sim/ or models/, first '{empty[0]}': the coverage was not collected")
     if failed:
         die(f"{len(failed)} test(s) failed in the coverage build, first '{failed[0]}': fix them first")
     seen, kept, covered = set(), [], []
     for name, secs, _, lines in sorted(results, key=lambda r: (r[1], r[0])):
         new = lines - seen
-        if secs < args.min_seconds or new:
+        if secs < args.min_seconds or new or name.startswith("fuzz."):
             kept.append((name, secs, len(new)))
             seen |= lines
         else:

@@ -3,7 +3,7 @@
 #   scripts/test.sh             the fast tier: release-style build in build/ (warnings are errors)
 #   scripts/test.sh --sanitize  the same tests built with AddressSanitizer + UBSan in build-asan/
 #   scripts/test.sh --all       both: what CI runs (.ci/run); a test both trees hold runs once, in the
-#                               sanitizer tier
+#                               sanitizer tier unless tests/sanitizer-covered.txt leaves it to the fast one
 # SANITIZE=1 is the same as --sanitize.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +24,9 @@ export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 # to a compiler run, which parses the headers they share once: 130 s against 234 s on two cores
 # (with make; scripts/build.sh uses Ninja, 102 s).
 # The sanitizer build compiles each library source alone (at -O1 with the sanitizers, a unity build
-# saves nothing there), so one that compiles only beside others still fails the suite; the test
-# sources are a unity build in both trees (tests/CMakeLists.txt).
+# saves nothing there), so one that compiles only beside others still fails the suite. File-local
+# names must differ across a library's sources. The test sources are a unity build in both trees
+# (here, and tests/CMakeLists.txt for the sanitizer build): no build compiles them alone.
 fast_build() {
   ./scripts/build.sh -DXPUSIM_BUILD_TESTS=ON -DXPUSIM_WERROR=ON "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
     -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
@@ -67,7 +68,7 @@ fast_rest() {
 # whose output carries that signature, and nothing else failed, is run again (twice at most); any
 # other failure fails the tier at once.
 sanitize() {
-  BUILD_DIR=build-asan ./scripts/build.sh -DXPUSIM_SANITIZE=ON -DXPUSIM_BUILD_TESTS=ON
+  BUILD_DIR=build-asan ./scripts/build.sh -DXPUSIM_SANITIZE=ON -DXPUSIM_BUILD_TESTS=ON || return 1
   local numbers
   numbers=$(python3 scripts/tiers.py sanitizer build-asan) || return 1
   [ -n "$numbers" ] || { echo "test.sh: the sanitizer tree holds no test to run" >&2; return 1; }

@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 SANITIZER_SKIPS = r"^(scripts\.|trace_gen\.|import\.run|system\.run|docs\.examples)"
 COVERED = os.path.join(ROOT, "tests", "sanitizer-covered.txt")
 
