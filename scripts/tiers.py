@@ -25,6 +25,8 @@ COVERED = os.path.join(ROOT, "tests", "sanitizer-covered.txt")
 
 def listed(tree):
     """(number, name) of every test ctest holds in `tree`."""
+    if not os.path.isfile(os.path.join(tree, "CTestTestfile.cmake")):
+        sys.exit(f"tiers.py: {tree}: not a configured build folder (no CTestTestfile.cmake)")
     out = subprocess.run(["ctest", "-N"], cwd=tree, capture_output=True, text=True, check=True).stdout
     return [(int(n), name) for n, name in re.findall(r"^\s*Test\s+#(\d+): (.*)$", out, re.M)]
 
