@@ -88,27 +88,24 @@ void L2Cache::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& del
 
   SectoredTags::Result& r = scratch_;
   r.clear();
-  // The granules in order, with their slices; then the tag lookups in the same order, each
-  // asking the host for the sets of the one kPrefetchAhead later (simulated results do not
+  // The lines in order, each with its slice's set; then the tag lookups in the same order, each
+  // asking the host for the set of the line kPrefetchAhead later (simulated results do not
   // depend on it; the lookups, which miss the host's caches, overlap).
-  granules_.clear();
+  lines_.clear();
   for (const Strided& blk : *req->blocks)
     for (uint64_t row = 0; row < blk.rows; ++row)
       map_.for_each_granule(blk.base + row * blk.stride, blk.row_bytes, [&](uint64_t addr, uint64_t bytes) {
         const uint32_t s = map_.locate(addr).slice;
         if (slice_bytes_[s] == 0) touched_.push_back(s);
         slice_bytes_[s] += static_cast<double>(bytes);
-        granules_.push_back({addr, bytes, s});
+        tags_.plan(addr, bytes, s, lines_);
       });
-  constexpr size_t kPrefetchAhead = 6;
-  const size_t n = granules_.size();
-  for (size_t i = 0; i < std::min(n, kPrefetchAhead); ++i) tags_.prefetch(granules_[i].addr, granules_[i].bytes, granules_[i].slice);
+  constexpr size_t kPrefetchAhead = 12;
+  const size_t n = lines_.size();
+  for (size_t i = 0; i < std::min(n, kPrefetchAhead); ++i) tags_.prefetch(lines_[i]);
   for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n) {
-      const Granule& g = granules_[i + kPrefetchAhead];
-      tags_.prefetch(g.addr, g.bytes, g.slice);
-    }
-    tags_.access(granules_[i].addr, granules_[i].bytes, write, granules_[i].slice, r);
+    if (i + kPrefetchAhead < n) tags_.prefetch(lines_[i + kPrefetchAhead]);
+    tags_.touch(lines_[i], write, r);
   }
 
   // Each slice serves its share; the request is done when the slowest one is.

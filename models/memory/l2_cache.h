@@ -54,11 +54,7 @@ class L2Cache : public sc_core::sc_module {
   std::vector<double> slice_bytes_;  // scratch: bytes per slice for one request
   std::vector<uint32_t> touched_;
   SectoredTags::Result scratch_;
-  struct Granule {
-    uint64_t addr, bytes;
-    uint32_t slice;
-  };
-  std::vector<Granule> granules_;  // one request's interleave granules, reused
+  std::vector<SectoredTags::LineRef> lines_;  // one request's lines, each with its set, reused
   Stat& read_bytes_;
   Stat& write_bytes_;
   Stat& hit_sectors_;

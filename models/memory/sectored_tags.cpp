@@ -115,8 +115,7 @@ void SectoredTags::add_sectors(std::vector<Strided>& out, uint64_t line, uint32_
   }
 }
 
-void SectoredTags::touch_line(uint64_t line, uint32_t sectors, bool write, uint32_t slice, Result& r) {
-  const uint64_t first = (static_cast<uint64_t>(slice) * sets_ + set_of(line)) * static_cast<uint64_t>(ways_);
+void SectoredTags::touch_line(uint64_t line, uint64_t first, uint32_t sectors, bool write, Result& r) {
   uint64_t* tags = &tags_[first];
   uint32_t* age = &age_[first];
   if (clock_ == std::numeric_limits<uint32_t>::max()) renumber_ages();
@@ -236,24 +235,34 @@ uint64_t SectoredTags::dirty_youngest(uint64_t sectors) {
   return were_dirty;
 }
 
-void SectoredTags::prefetch(uint64_t addr, uint64_t bytes, uint32_t slice) const {
-  if (bytes == 0) return;
-  const uint64_t end = addr + bytes;
-  for (uint64_t line = by_line_.div(addr); line * line_bytes_ < end; ++line) {
-    const uint64_t first = (static_cast<uint64_t>(slice) * sets_ + set_of(line)) * static_cast<uint64_t>(ways_);
-    const size_t w = static_cast<size_t>(ways_);
-    const char* t = reinterpret_cast<const char*>(&tags_[first]);
-    for (size_t o = 0; o < w * sizeof(uint64_t); o += 64) __builtin_prefetch(t + o);
-    const char* a = reinterpret_cast<const char*>(&age_[first]);
-    for (size_t o = 0; o < w * sizeof(uint32_t); o += 64) __builtin_prefetch(a + o);
-    const char* m = reinterpret_cast<const char*>(&masks_[first]);
-    for (size_t o = 0; o < w * sizeof(Masks); o += 64) __builtin_prefetch(m + o);
-    if (track_fills_) {  // a read that hits reads its way's fill time
-      const char* f = reinterpret_cast<const char*>(&ready_[first]);
-      for (size_t o = 0; o < w * sizeof(double); o += 64) __builtin_prefetch(f + o);
-    }
+void SectoredTags::prefetch(const LineRef& l) const {
+  const size_t w = static_cast<size_t>(ways_);
+  const char* t = reinterpret_cast<const char*>(&tags_[l.first]);
+  for (size_t o = 0; o < w * sizeof(uint64_t); o += 64) __builtin_prefetch(t + o);
+  const char* a = reinterpret_cast<const char*>(&age_[l.first]);
+  for (size_t o = 0; o < w * sizeof(uint32_t); o += 64) __builtin_prefetch(a + o);
+  const char* m = reinterpret_cast<const char*>(&masks_[l.first]);
+  for (size_t o = 0; o < w * sizeof(Masks); o += 64) __builtin_prefetch(m + o);
+  if (track_fills_) {  // a read that hits reads its way's fill time
+    const char* f = reinterpret_cast<const char*>(&ready_[l.first]);
+    for (size_t o = 0; o < w * sizeof(double); o += 64) __builtin_prefetch(f + o);
   }
 }
+
+void SectoredTags::plan(uint64_t addr, uint64_t bytes, uint32_t slice, std::vector<LineRef>& out) const {
+  if (bytes == 0) return;
+  const uint64_t lb = line_bytes_;
+  const uint64_t end = addr + bytes;
+  for (uint64_t line = by_line_.div(addr); line * lb < end; ++line) {
+    const uint64_t lo = std::max(addr, line * lb) - line * lb;
+    const uint64_t hi = std::min(end, (line + 1) * lb) - line * lb;  // exclusive
+    const uint64_t first = by_sector_.div(lo), last = by_sector_.div(hi - 1);
+    const uint32_t mask = static_cast<uint32_t>(((2ull << last) - 1) & ~((1ull << first) - 1));
+    out.push_back({line, set_start(line, slice), mask});
+  }
+}
+
+void SectoredTags::touch(const LineRef& l, bool write, Result& r) { touch_line(l.line, l.first, l.sectors, write, r); }
 
 void SectoredTags::access(uint64_t addr, uint64_t bytes, bool write, uint32_t slice, Result& r) {
   if (bytes == 0) return;
@@ -264,7 +273,7 @@ void SectoredTags::access(uint64_t addr, uint64_t bytes, bool write, uint32_t sl
     const uint64_t hi = std::min(end, (line + 1) * lb) - line * lb;  // exclusive
     const uint64_t first = by_sector_.div(lo), last = by_sector_.div(hi - 1);
     const uint32_t mask = static_cast<uint32_t>(((2ull << last) - 1) & ~((1ull << first) - 1));
-    touch_line(line, mask, write, slice, r);
+    touch_line(line, set_start(line, slice), mask, write, r);
   }
 }
 

@@ -42,14 +42,25 @@ class SectoredTags {
     void clear() { *this = Result{}; }
   };
 
+  // One line of an access: its line number, the sectors it touches and where its set starts
+  // (slice and set, in ways). plan() works them out once for both prefetch() and touch().
+  struct LineRef {
+    uint64_t line = 0;
+    uint64_t first = 0;
+    uint32_t sectors = 0;
+  };
+
   explicit SectoredTags(const TagGeometry& g);
   // Touches [addr, addr+bytes) in slice `slice`: reads fill missing sectors; writes allocate
   // and dirty them.
   void access(uint64_t addr, uint64_t bytes, bool write, uint32_t slice, Result& r);
-  // Asks the host's caches for the sets access() would look up for [addr, addr+bytes): a caller
-  // that knows its next accesses issues this a few ahead, so that the tag lookups, which miss
-  // the host's caches in a multi-megabyte tag array, overlap. Changes nothing simulated.
-  void prefetch(uint64_t addr, uint64_t bytes, uint32_t slice) const;
+  // access() in two halves: the lines of [addr, addr+bytes) in slice `slice`, appended to `out`;
+  // then, for each in order, touch(). prefetch() asks the host's caches for the set a touch()
+  // will look up: a caller issues it a few lines ahead, so that the tag lookups, which miss the
+  // host's caches in a multi-megabyte tag array, overlap. It changes nothing simulated.
+  void plan(uint64_t addr, uint64_t bytes, uint32_t slice, std::vector<LineRef>& out) const;
+  void prefetch(const LineRef& l) const;
+  void touch(const LineRef& l, bool write, Result& r);
   uint64_t sets_per_slice() const { return sets_; }
   // With track_fills: the fills of `lines` (Result::filling) arrive at time `t`.
   void set_ready(const std::vector<uint64_t>& lines, double t);
@@ -103,7 +114,10 @@ class SectoredTags {
     int bucket(uint32_t age) const { return std::min(kBuckets - 1, static_cast<int>((age - lo) / width)); }
   };
   AgeHistogram age_histogram(uint32_t Masks::*field) const;
-  void touch_line(uint64_t line, uint32_t sectors, bool write, uint32_t slice, Result& r);
+  void touch_line(uint64_t line, uint64_t first, uint32_t sectors, bool write, Result& r);
+  uint64_t set_start(uint64_t line, uint32_t slice) const {
+    return (static_cast<uint64_t>(slice) * sets_ + set_of(line)) * static_cast<uint64_t>(ways_);
+  }
   uint64_t set_of(uint64_t line) const;
   void add_sectors(std::vector<Strided>& out, uint64_t line, uint32_t mask) const;
 
