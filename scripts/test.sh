@@ -48,9 +48,7 @@ fast_rest() {
   numbers=$(python3 scripts/tiers.py rest build-asan build) || return 1
   [ -n "$numbers" ] || { echo "test.sh: the sanitizer tier ran every test of build/"; return 0; }
   echo "== the fast tier's tests the sanitizer tier did not run ($(tr , '\n' <<<"$numbers" | wc -l)) =="
-  # One test more than there are cores: these tests are chains of processes (Python, the binary,
-  # Chromium, mpirun) with gaps between them where a core would idle.
-  (cd build && ctest --output-on-failure -j"$(($(nproc) + 1))" -I "0,0,0,$numbers")
+  (cd build && ctest --output-on-failure -j"$(nproc)" -I "0,0,0,$numbers")
 }
 
 # ASan + UBSan (a report fails the test: -fno-sanitize-recover), LeakSanitizer on. The tests
