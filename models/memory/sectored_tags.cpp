@@ -249,32 +249,28 @@ void SectoredTags::prefetch(const LineRef& l) const {
   }
 }
 
+uint32_t SectoredTags::sectors_of(uint64_t line, uint64_t addr, uint64_t end) const {
+  const uint64_t lb = line_bytes_;
+  const uint64_t lo = std::max(addr, line * lb) - line * lb;
+  const uint64_t hi = std::min(end, (line + 1) * lb) - line * lb;  // exclusive
+  const uint64_t first = by_sector_.div(lo), last = by_sector_.div(hi - 1);
+  return static_cast<uint32_t>(((2ull << last) - 1) & ~((1ull << first) - 1));
+}
+
 void SectoredTags::plan(uint64_t addr, uint64_t bytes, uint32_t slice, std::vector<LineRef>& out) const {
   if (bytes == 0) return;
-  const uint64_t lb = line_bytes_;
   const uint64_t end = addr + bytes;
-  for (uint64_t line = by_line_.div(addr); line * lb < end; ++line) {
-    const uint64_t lo = std::max(addr, line * lb) - line * lb;
-    const uint64_t hi = std::min(end, (line + 1) * lb) - line * lb;  // exclusive
-    const uint64_t first = by_sector_.div(lo), last = by_sector_.div(hi - 1);
-    const uint32_t mask = static_cast<uint32_t>(((2ull << last) - 1) & ~((1ull << first) - 1));
-    out.push_back({line, set_start(line, slice), mask});
-  }
+  for (uint64_t line = by_line_.div(addr); line * line_bytes_ < end; ++line)
+    out.push_back({line, set_start(line, slice), sectors_of(line, addr, end)});
 }
 
 void SectoredTags::touch(const LineRef& l, bool write, Result& r) { touch_line(l.line, l.first, l.sectors, write, r); }
 
 void SectoredTags::access(uint64_t addr, uint64_t bytes, bool write, uint32_t slice, Result& r) {
   if (bytes == 0) return;
-  const uint64_t lb = line_bytes_;
   const uint64_t end = addr + bytes;
-  for (uint64_t line = by_line_.div(addr); line * lb < end; ++line) {
-    const uint64_t lo = std::max(addr, line * lb) - line * lb;
-    const uint64_t hi = std::min(end, (line + 1) * lb) - line * lb;  // exclusive
-    const uint64_t first = by_sector_.div(lo), last = by_sector_.div(hi - 1);
-    const uint32_t mask = static_cast<uint32_t>(((2ull << last) - 1) & ~((1ull << first) - 1));
-    touch_line(line, set_start(line, slice), mask, write, r);
-  }
+  for (uint64_t line = by_line_.div(addr); line * line_bytes_ < end; ++line)
+    touch_line(line, set_start(line, slice), sectors_of(line, addr, end), write, r);
 }
 
 }  // namespace xpusim

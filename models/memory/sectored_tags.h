@@ -119,6 +119,8 @@ class SectoredTags {
     return (static_cast<uint64_t>(slice) * sets_ + set_of(line)) * static_cast<uint64_t>(ways_);
   }
   uint64_t set_of(uint64_t line) const;
+  // The sectors of `line` that [addr, end) covers, as a mask.
+  uint32_t sectors_of(uint64_t line, uint64_t addr, uint64_t end) const;
   void add_sectors(std::vector<Strided>& out, uint64_t line, uint32_t mask) const;
 
   uint64_t sets_ = 0;
