@@ -12,9 +12,7 @@ it is shorter than --min-seconds or runs a line no test kept before it runs. The
 at least --min-seconds, are written to tests/sanitizer-covered.txt. The sanitizer tier leaves those
 tests to the fast tier (scripts/tiers.py). The fuzz replays are always kept: they are run for their
 inputs, not their lines. The list can go stale without a word when a change adds code that only a
-listed test reaches; rerun this script after such a change.
-
-Rerun it when a change adds code that only long tests reach:
+listed test reaches: rerun it after such a change.
 
   scripts/sanitizer-subset.py              # measure; write tests/sanitizer-covered.txt
   scripts/sanitizer-subset.py --dry-run    # measure; print the choice only
