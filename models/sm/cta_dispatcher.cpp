@@ -213,15 +213,18 @@ CtaDispatcher::Steady CtaDispatcher::steady(const std::vector<Snapshot>& waves, 
   // fills the pipeline from empty and never counts.
   // Three periods in a row must agree (two agreeing by chance is not a steady state); the
   // replay repeats their mean.
-  for (size_t period = 1; period <= kMaxPeriod && n >= 3 * period + 2; ++period) {
+  // Work booked before a clock change drains at the old clock: a period across one is in
+  // neither seconds nor cycles what its work costs at either clock, by up to a step's work per
+  // CTA. Periods of fewer than kStepsAcrossChange steps across a change are not trusted; where
+  // the clock has moved (a governor at its limit moves it every few windows), periods that long
+  // are compared instead, beyond kMaxPeriod waves if need be.
+  const size_t across = static_cast<size_t>((kStepsAcrossChange + steps_per_wave - 1) / std::max<uint64_t>(1, steps_per_wave));
+  for (size_t period = 1; period <= std::max(kMaxPeriod, across) && n >= 3 * period + 2; ++period) {
     const Snapshot& a = waves[n - 1 - 3 * period];
     const Snapshot& b = waves[n - 1 - 2 * period];
     const Snapshot& c = waves[n - 1 - period];
     const Snapshot& d = waves[n - 1];
-    // Work booked before a clock change drains at the old clock: a period across one is in
-    // neither seconds nor cycles what its work costs at either clock, by up to a step's work
-    // per CTA. Periods of few steps across a change are not trusted.
-    if (clock_->moved_s() > a.t && period * steps_per_wave < kStepsAcrossChange) continue;
+    if (clock_->moved_s() > a.t ? period < across : period > kMaxPeriod) continue;
     Steady st;
     st.secs = (d.t - b.t) / 2;
     st.cycles = (d.cycles - b.cycles) / 2;

@@ -82,13 +82,14 @@ class CtaDispatcher : public sc_core::sc_module {
               bool in_cycles, bool flush);
   void step_done(KernelRun* k);
   uint64_t wave_size(const KernelRun* k) const;
-  static constexpr size_t kMaxPeriod = 4;  // waves a steady state may take to repeat
+  // Waves a steady state may take to repeat (more across a clock change: kStepsAcrossChange).
+  static constexpr size_t kMaxPeriod = 4;
   // Work whose SMs' pipes are busy this fraction of its time repeats in SM cycles.
   static constexpr double kPipeBound = 0.5;
   // Steps whose SMs' pipes are busy this fraction of a period are bound by the SM itself.
   static constexpr double kSmBound = 0.9;
   // Steps per CTA a period needs to be trusted across a clock change (the change distorts it
-  // by up to one).
+  // by up to one); such periods may be longer than kMaxPeriod waves.
   static constexpr uint64_t kStepsAcrossChange = 32;
   static constexpr uint64_t kMinStepsPerWave = 4;  // steps per CTA in a wave of steps
   static constexpr uint64_t kProfileSegments = 16;  // a recorded kernel's profile, at most
