@@ -436,6 +436,49 @@ std::string unsupported(const Topology& f, const CollectiveJob& job) {
   return "";
 }
 
+CollectiveCtas collective_ctas(const CollectiveParams& p, const CollectiveJob& job, const Choice& c) {
+  CollectiveCtas out;
+  const int n = static_cast<int>(job.gpus.size());
+  if (n < 2 || job.bytes <= 0) return out;
+  // NCCL 2.21's kernels: at most 96 registers a thread (makefiles/common.mk, -maxrregcount=96),
+  // and 20 warps of 4,112 bytes of dynamic shared memory ((8 x 32 + 1) x 16 B a warp for Simple's
+  // unrolled copies, ncclShmemDynamicSize on sm_80 and sm_90): 82,240 bytes a CTA.
+  constexpr int kRegistersPerThread = 96, kWarp = 32;
+  constexpr double kSharedBytes = 82240;
+  int nc = 0, nt = 0;
+  switch (c.algo) {
+    case CollectiveAlgo::nvls:
+      nc = p.nvls_channels;  // whatever the size (NCCL_NVLS_NCHANNELS)
+      nt = 640;              // NCCL_MAX_NTHREADS
+      break;
+    case CollectiveAlgo::ring:
+    case CollectiveAlgo::tree: {
+      // maxThreads (src/graph/tuning.cc): 512 for Simple over NVLink and for LL, 640 for LL128;
+      // threadThresholds (src/include/comm.h): bytes a thread must have, 64 for Simple, 8 for
+      // LL128, 8 for LL (times the ranks on a ring).
+      nt = c.proto == CollectiveProto::ll128 ? 640 : 512;
+      const double threshold = c.proto == CollectiveProto::ll128 ? 8
+                               : c.proto == CollectiveProto::ll ? (c.algo == CollectiveAlgo::ring ? 8.0 * n : 8.0)
+                                                                : 64;
+      nc = p.channels;
+      while (job.bytes < static_cast<double>(nc) * nt * threshold && nc >= 2) --nc;
+      while (job.bytes < static_cast<double>(nc) * nt * threshold && nt % 128 == 0) nt /= 2;
+      if (c.proto == CollectiveProto::simple) nt += c.algo == CollectiveAlgo::ring ? kWarp : 4 * kWarp;  // sync warps
+      nt = std::max(nt, 3 * kWarp);
+      break;
+    }
+    case CollectiveAlgo::direct:
+    case CollectiveAlgo::one_shot:
+    case CollectiveAlgo::two_shot:
+    case CollectiveAlgo::automatic: return out;
+  }
+  out.ctas = nc;
+  out.threads = nt;
+  out.registers = nt * kRegistersPerThread;
+  out.shared_bytes = kSharedBytes;
+  return out;
+}
+
 CollectiveRun run_collective(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now) {
   CollectiveRun run;
   const Choice c = choose(f.topo(), p, job);

@@ -77,6 +77,18 @@ double estimate_s(const Topology& t, const CollectiveParams& p, const Collective
 // "" or the reason the job's named algorithm or protocol cannot run here.
 std::string unsupported(const Topology& t, const CollectiveJob& job);
 
+// The CTAs a collective's kernel holds on each GPU while it runs, as NCCL sizes them
+// (src/enqueue.cc, topoGetAlgoInfo, 2.18-2.28): one per channel, `threads` each, fewer channels
+// and threads for small sizes; each CTA's registers and shared memory as NCCL's kernels are built.
+// No CTAs for the direct exchanges and a runtime's own all-reduce kernels (not modelled).
+struct CollectiveCtas {
+  int ctas = 0;
+  int threads = 0;
+  int registers = 0;        // per CTA
+  double shared_bytes = 0;  // per CTA
+};
+CollectiveCtas collective_ctas(const CollectiveParams& p, const CollectiveJob& job, const Choice& c);
+
 // Books the collective's transfers from `now` and returns when the last byte has landed.
 // Precondition: unsupported(f, job) is empty and every participant is reachable.
 CollectiveRun run_collective(Fabric& f, const CollectiveParams& p, const CollectiveJob& job, double now);

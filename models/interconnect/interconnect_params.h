@@ -59,6 +59,8 @@ struct CollectiveParams {
   int max_slices = 0;      // at most this many slices per chunk: bounds the events of huge collectives
   double launch_s = 0;     // fixed cost of a collective kernel (launch, handshake with peers)
   int channels = 1;        // channels (CTAs, each its own ring or tree) side by side over the same GPUs
+  int nvls_channels = 16;  // CTAs of an nvls collective
+  bool occupy_sms = true;  // a collective's CTAs hold SMs while it runs (collective_ctas)
   double nvls_latency_s = 0;  // fixed cost of an nvls all-reduce beyond launch_s (its warps' hand-offs); the tuner weighs it too
   double p2p_launch_s = 0;  // one_shot and two_shot: a plain kernel's start and end (they need no NCCL handshake)
   std::string protocol = "auto";  // auto (the fastest by the tuner's estimate), ll, ll128 or simple

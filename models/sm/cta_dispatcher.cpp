@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 namespace xpusim {
@@ -198,7 +199,7 @@ void CtaDispatcher::finish(KernelRun* k) {
     }
     watched_.erase(it);
   }
-  last_key_ = k->memo_key;
+  if (!k->holds_sms) last_key_ = k->memo_key;
   wake_.notify(sc_core::SC_ZERO_TIME);  // kernels held behind a replay may go
 }
 
@@ -217,8 +218,10 @@ CtaDispatcher::Steady CtaDispatcher::steady(const std::vector<Snapshot>& waves, 
   // neither seconds nor cycles what its work costs at either clock, by up to a step's work per
   // CTA. Periods of fewer than kStepsAcrossChange steps across a change are not trusted; where
   // the clock has moved (a governor at its limit moves it every few windows), periods that long
-  // are compared instead, beyond kMaxPeriod waves if need be.
-  const size_t across = static_cast<size_t>((kStepsAcrossChange + steps_per_wave - 1) / std::max<uint64_t>(1, steps_per_wave));
+  // are compared instead (the shortest that long), beyond kMaxPeriod waves if need be. A wave
+  // of no steps never is.
+  const size_t across = steps_per_wave == 0 ? std::numeric_limits<size_t>::max()
+                                            : static_cast<size_t>((kStepsAcrossChange + steps_per_wave - 1) / steps_per_wave);
   for (size_t period = 1; period <= std::max(kMaxPeriod, across) && n >= 3 * period + 2; ++period) {
     const Snapshot& a = waves[n - 1 - 3 * period];
     const Snapshot& b = waves[n - 1 - 2 * period];

@@ -82,8 +82,7 @@ class CtaDispatcher : public sc_core::sc_module {
               bool in_cycles, bool flush);
   void step_done(KernelRun* k);
   uint64_t wave_size(const KernelRun* k) const;
-  // Waves a steady state may take to repeat (more across a clock change: kStepsAcrossChange).
-  static constexpr size_t kMaxPeriod = 4;
+  static constexpr size_t kMaxPeriod = 4;  // waves a steady state may take to repeat
   // Work whose SMs' pipes are busy this fraction of its time repeats in SM cycles.
   static constexpr double kPipeBound = 0.5;
   // Steps whose SMs' pipes are busy this fraction of a period are bound by the SM itself.

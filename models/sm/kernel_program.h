@@ -41,6 +41,7 @@ struct StepWork {
   double instr_simt = 0;
   double instr_mem = 0;
   double fixed_s = 0;      // the step takes at least this long (a timed gap of known duration)
+  double until_s = 0;      // ... and lasts at least until this time (a CTA holding its SM: hold_program.h)
   // The step takes at least this many SM cycles at the running clock: a chain of dependent
   // instructions (a row's running statistics, a block-wide reduction) that no other work hides.
   double latency_cycles = 0;

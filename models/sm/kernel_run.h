@@ -27,6 +27,9 @@ struct KernelRun {
   double timed_start_s = -1;  // when a CTA reached the program's timed_step (microbenchmarks)
   bool lose_a_cta = false;    // fault injection: drop one CTA's completion (tests of the watchdog)
   bool spin_after_loss = false;  // fault injection: then wake the driver at every delta cycle
+  // A collective's CTAs, holding SMs while it runs (hold_program.h): not a kernel whose L2 the
+  // next kernel meets, so fast fidelity's reuse ignores it.
+  bool holds_sms = false;
 
   // Fast fidelity (models/sm/fast_path.h). memo_key: what makes the kernel's work the same as
   // another's (its op and program, addresses aside); empty: never reused nor recorded.

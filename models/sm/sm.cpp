@@ -202,6 +202,7 @@ double Sm::compute(const StepWork& w, KernelRun* k) {
     end = std::max(end, now + alone * p_.sub_partitions / warps);
   }
   end = std::max(end, now + w.fixed_s);
+  end = std::max(end, w.until_s);
   if (w.latency_cycles > 0) end = std::max(end, now + w.latency_cycles / clock_.hz());
 
   // Data landing in shared memory takes the banks' bandwidth. Tensor-core operand reads are

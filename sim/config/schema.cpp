@@ -88,6 +88,14 @@ void add_system_sections(Schema& s, Locate gpu) {
                "share of the data in steps of its protocol's slice), so a chunk smaller than channels x slice moves "
                "as one step with a step's latency (default: the 24 ring channels NCCL sets up on H100 NVLink, "
                "nccl-tests logs in waynehacking8/nccl-collectives-bench)")
+      .integer("nvls_channels", &CollectiveParams::nvls_channels, def("16"), between(1, 64),
+               "CTAs an in-switch (nvls) collective runs on each GPU, whatever its size (default: NCCL_NVLS_NCHANNELS' 16 "
+               "on Hopper, src/transport/nvls.cc, NCCL 2.17-2.28)")
+      .flag("occupy_sms", &CollectiveParams::occupy_sms, def("true"),
+            "A collective's CTAs hold SMs while it runs, so kernels beside it (another stream) have fewer: one CTA per "
+            "channel (collectives.channels for ring and tree, fewer for small sizes as NCCL's enqueue sets them; "
+            "nvls_channels for nvls) of 512-640 threads at 96 registers each and 80 KiB of shared memory, as NCCL 2.21 "
+            "builds its kernels; none for direct exchanges and a runtime's own all-reduce. false: collectives take no SM")
       .quantity("nvls_latency", &CollectiveParams::nvls_latency_s, Dim::Time, def("25 us"), between(0, 1),
                 "Fixed cost of an in-switch (nvls) all-reduce beyond collectives.launch, whatever its size: the hand-offs "
                 "between its scatter, reduce and gather warps, each a flag polled through the switch after a system fence, "

@@ -138,6 +138,32 @@ std::vector<SteadyLoad> probe_steady_load(const Target& target, const config::Lo
 // to. Addresses do not count (each op's tensors are allocated anew).
 std::string memo_key(const trace::Op& op, const KernelProgram& p) { return trace::work_key(op) + "\nprogram: " + p.description; }
 
+// A collective's CTAs, as NCCL launches them, on each of its simulated GPUs
+// (collectives.occupy_sms): they hold SMs from its start to its end. None where an SM cannot
+// hold one (a chip without the room NCCL's kernel needs) or the kernel is not modelled.
+void add_holds(const config::LoadedConfig& cfg, const Fabric& fabric, const OpResult& r,
+               const std::map<int, CtaDispatcher*>& dispatcher_of, size_t index, std::vector<KernelRun>& holds,
+               DriverOp& dop) {
+  const config::GpuConfig& g = cfg.chip.gpu;
+  if (!g.collectives.occupy_sms) return;
+  const CollectiveCtas c = collective_ctas(g.collectives, r.job, choose(fabric.topo(), g.collectives, r.job));
+  const CtaResources room{c.threads, c.registers, c.shared_bytes};
+  if (c.ctas <= 0 || occupancy(g.sm, room) == 0) return;
+  for (int d : r.devices)
+    if (dispatcher_of.count(d)) holds.emplace_back();
+  if (holds.empty()) return;
+  dop.hold = std::make_shared<HoldProgram>(static_cast<uint64_t>(c.ctas), room, "a collective's CTAs");
+  size_t k = 0;
+  for (int d : r.devices)
+    if (dispatcher_of.count(d)) {
+      KernelRun& run = holds[k++];
+      run.index = static_cast<int>(index);
+      run.program = dop.hold;
+      run.holds_sms = true;
+      dop.holds.emplace_back(&run, dispatcher_of.at(d));
+    }
+}
+
 // The kernel library's lowering of every compute op (a collective has no kernel). `work`, if
 // given, receives each op's simulation work in CTA steps (0 for a collective).
 std::vector<lower::LoweredOp> lower_compute(const config::LoadedConfig& cfg, const trace::Trace& t,
@@ -347,6 +373,7 @@ void GpuTarget::run(const config::LoadedConfig& cfg, const trace::Trace& t, SimR
   const size_t n = t.ops.size();
   out.ops.resize(n);
   std::vector<std::vector<KernelRun>> runs(n), tails(n);  // per op: its kernel, its second kernel, per GPU
+  std::vector<std::vector<KernelRun>> holds(n);           // per collective: its CTAs, per simulated GPU
   std::vector<DriverOp> dops(n);
   std::vector<std::vector<size_t>> preds(n);
   std::map<std::pair<int, int>, size_t> last_on_stream;  // (device, stream) -> op
@@ -363,6 +390,7 @@ void GpuTarget::run(const config::LoadedConfig& cfg, const trace::Trace& t, SimR
       r.job = job_of(op, r.devices, cfg.chip.gpu.hbm.refresh_bound_bandwidth());
       dops[i].collective = &r.job;
       dops[i].collective_run = &r.coll;
+      add_holds(cfg, *fabric, r, dispatcher_of, i, holds[i], dops[i]);
     } else {
       for (int d : r.devices)
         if (dispatcher_of.count(d)) runs[i].emplace_back();

@@ -142,6 +142,7 @@ void WorkloadDriver::run_watched(double window_s, double tick_s, const Tick& tic
 void WorkloadDriver::run() {
   const size_t n = ops_.size();
   std::vector<size_t> waiting(n), pending(n);  // pending: kernels of the op (then of its second kernel) running
+  std::vector<bool> landed(n, false);  // a collective's transfers done, its CTAs perhaps not yet
   std::vector<std::vector<size_t>> succs(n);
   // Times are kept in the kernel's own time unit (quantised once): comparing seconds held as
   // doubles against the simulation clock could leave a sub-resolution gap that a timed wait
@@ -225,6 +226,11 @@ void WorkloadDriver::run() {
         if (op.collective) {
           *op.collective_run = run_collective(*fabric_, collectives_, *op.collective, op.start_s);
           op.end_s = op.collective_run->end_s;
+          if (op.hold) {
+            op.hold->hold_until(op.end_s);
+            pending[i] = op.holds.size();
+            for (auto& [k, d] : op.holds) d->submit(k);
+          }
           landing.push({std::max(sc_core::sc_time(op.end_s, sc_core::SC_SEC), now), i});
         } else if (op.kernel_costs && launch_.start_s > 0) {
           starting.push({now + sc_core::sc_time(launch_.start_s, sc_core::SC_SEC), i});
@@ -248,7 +254,8 @@ void WorkloadDriver::run() {
         const size_t i = landing.top().second;
         landing.pop();
         progress = true;
-        finish(i);
+        if (ops_[i].collective && pending[i] > 0) landed[i] = true;  // ends with its CTAs
+        else finish(i);
       }
     }
     if (done_ == n) break;
@@ -270,6 +277,10 @@ void WorkloadDriver::run() {
     for (CtaDispatcher* d : dispatchers_)
       for (KernelRun* k : d->take_finished()) {
         const size_t i = static_cast<size_t>(k->index);
+        if (ops_[i].collective) {  // its CTAs, done (a collective's time is its transfers')
+          if (--pending[i] == 0 && landed[i]) finish(i);
+          continue;
+        }
         ops_[i].end_s = std::max(ops_[i].end_s, k->end_s);
         if (--pending[i] > 0) continue;
         if (!k->tail && !ops_[i].tail.empty()) {

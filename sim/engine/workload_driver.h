@@ -11,6 +11,7 @@
 // same-instant events and move results.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "models/common/systemc.h"
 #include "models/interconnect/collective.h"
 #include "models/sm/cta_dispatcher.h"
+#include "models/sm/hold_program.h"
 
 namespace xpusim::engine {
 
@@ -35,6 +37,10 @@ struct DriverOp {
   std::vector<std::pair<KernelRun*, CtaDispatcher*>> tail;
   const CollectiveJob* collective = nullptr;                    // or a collective
   CollectiveRun* collective_run = nullptr;                      // where its result goes
+  // A collective's CTAs on each simulated GPU, holding SMs from its start to its end (empty where
+  // collectives.occupy_sms is off or its kernel is not modelled); the op ends when they are done.
+  std::vector<std::pair<KernelRun*, CtaDispatcher*>> holds;
+  std::shared_ptr<HoldProgram> hold;
   std::string label;                                            // "'name' (file:line)" for the watchdog
   bool kernel_costs = true;  // pays the per-kernel start and end costs (a delay op's duration already does)
   // Eager issue: whether the host issues this op (a kernel, or a delay standing for one), and the

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "helpers.h"
+#include "models/interconnect/collective.h"
 #include "sim/config/config_loader.h"
 #include "sim/engine/simulate.h"
 #include "sim/report/isolated.h"
@@ -383,4 +384,63 @@ TEST_CASE("a runtime's own all-reduce: one-shot loads every peer's buffer, two-s
     const auto tr = xpusim::trace::load_trace(temp_file(op));
     CHECK_THAT(error_of([&] { xpusim::engine::lower_all(cfg, tr); }), Catch::Contains(says));
   }
+}
+
+// NCCL's kernels take whole SMs (96 registers a thread, 80 KiB of shared memory a CTA), one CTA
+// per channel, fewer channels for small sizes (src/enqueue.cc, topoGetAlgoInfo): a kernel on
+// another stream has fewer SMs while a collective runs.
+TEST_CASE("a collective's CTAs are NCCL's: one per channel, fewer for small sizes, 16 for nvls", "[sim][collective]") {
+  const auto cfg = xpusim::config::load_config(kDgx);
+  const xpusim::CollectiveParams& p = cfg.chip.gpu.collectives;
+  REQUIRE(p.channels == 24);
+  REQUIRE(p.nvls_channels == 16);
+  xpusim::CollectiveJob job;
+  job.kind = xpusim::CollectiveKind::reduce_scatter;
+  job.gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  using A = xpusim::CollectiveAlgo;
+  using P = xpusim::CollectiveProto;
+  auto ctas = [&](double bytes, A a, P q) {
+    job.bytes = bytes;
+    return xpusim::collective_ctas(p, job, xpusim::Choice{a, q, 0});
+  };
+  const auto big = ctas(1 << 30, A::ring, P::simple);
+  CHECK(big.ctas == 24);
+  CHECK(big.threads == 512 + 32);  // and a sync warp
+  CHECK(big.registers == big.threads * 96);
+  CHECK(big.shared_bytes == 82240);
+  // 64 KiB of Simple: 64 bytes a thread of 512 leaves two channels.
+  CHECK(ctas(65536, A::ring, P::simple).ctas == 2);
+  CHECK(ctas(65536, A::ring, P::simple).threads == 544);
+  // 8 KiB of LL over 8 ranks (64 bytes a thread): one channel, its threads halved to 128.
+  CHECK(ctas(8192, A::ring, P::ll).ctas == 1);
+  CHECK(ctas(8192, A::ring, P::ll).threads == 128);
+  CHECK(ctas(1 << 30, A::ring, P::ll128).threads == 640);
+  CHECK(ctas(1 << 30, A::tree, P::simple).threads == 512 + 128);
+  CHECK(ctas(4096, A::nvls, P::simple).ctas == 16);
+  CHECK(ctas(4096, A::nvls, P::simple).threads == 640);
+  CHECK(ctas(1 << 30, A::direct, P::simple).ctas == 0);
+  CHECK(ctas(1 << 30, A::one_shot, P::simple).ctas == 0);
+}
+
+TEST_CASE("a kernel beside a collective has the SMs its CTAs leave, and none of them with occupy_sms off",
+          "[sim][collective]") {
+  const std::string gemm = "  - {name: g, kind: gemm, m: 4096, n: 4096, k: 4096, dtype: bf16, devices: [0]}\n";
+  const std::string rs = "  - {name: rs, kind: reduce_scatter, bytes: 1073741824, devices: 0-7, stream: 1}\n";
+  const std::vector<std::string> fixed{"power.mode=fixed_clock"};
+  auto with = [&](std::vector<std::string> sets) {
+    sets.insert(sets.end(), fixed.begin(), fixed.end());
+    return sets;
+  };
+  const YAML::Node alone = simulate(kDgx, "xpusim_trace: 1\nops:\n" + gemm, fixed);
+  const YAML::Node held = simulate(kDgx, "xpusim_trace: 1\nops:\n" + rs + gemm, fixed);
+  const YAML::Node unheld = simulate(kDgx, "xpusim_trace: 1\nops:\n" + rs + gemm, with({"collectives.occupy_sms=false"}));
+  const double t_alone = d(alone["ops"][0]["time_s"]), t_held = d(held["ops"][1]["time_s"]), t_free = d(unheld["ops"][1]["time_s"]);
+  INFO("GEMM alone " << t_alone << " s, beside the reduce-scatter's 24 CTAs " << t_held << " s, with them on no SM " << t_free << " s");
+  REQUIRE(d(held["ops"][0]["end_s"]) > d(held["ops"][1]["end_s"]));  // the GEMM ran entirely beside it
+  // 108 of 132 SMs: slower, by no more than the SMs lost (and a little for the tiles' waves).
+  CHECK(t_held > 1.05 * t_alone);
+  CHECK(t_held < 1.05 * 132.0 / 108.0 * t_alone);
+  CHECK(std::abs(t_free / t_alone - 1) < 0.01);
+  // The collective's own time is its transfers': the same either way.
+  CHECK(d(held["ops"][0]["time_s"]) == d(unheld["ops"][0]["time_s"]));
 }

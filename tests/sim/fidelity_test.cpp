@@ -125,7 +125,7 @@ ops:
 
 // A chip held at its power limit: the governor moves the clock every few windows, so periods of
 // a few steps always span a change and cannot be trusted. A skinny GEMM of one wave whose CTAs
-// take thousands of K steps each must still leave steady steps out (periods long enough to span
+// take hundreds of K steps each must still leave steady steps out (periods long enough to span
 // a change are compared instead) and stay within the same bounds of exact. Before, such a run
 // left nothing out and took as long as exact.
 TEST_CASE("fast fidelity leaves steps out of a GEMM whose chip sits at its power limit, within 1% of exact",
