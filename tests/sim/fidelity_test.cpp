@@ -7,6 +7,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "helpers.h"
@@ -42,6 +43,20 @@ YAML::Node run(const std::vector<std::string>& sets, std::optional<xpusim::engin
 }
 
 double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
+
+// A trace run exact, then fast, on a shipped config with `sets`.
+std::pair<YAML::Node, YAML::Node> exact_and_fast(const std::string& config, const std::vector<std::string>& sets,
+                                                 const char* trace) {
+  const auto cfg = xpusim::config::load_config(source_path(config), sets);
+  const auto tr = xpusim::trace::load_trace(temp_file(trace));
+  auto run_at = [&](xpusim::engine::Fidelity f) {
+    xpusim::engine::SimOptions opt;
+    opt.fidelity = f;
+    return YAML::Load(xpusim::report::simulate_isolated(cfg, tr, opt));
+  };
+  YAML::Node exact = run_at(xpusim::engine::Fidelity::exact);
+  return {exact, run_at(xpusim::engine::Fidelity::fast)};
+}
 
 // `exact_by_default`: the exact run takes the engine's default options, which must be exact and
 // reuse nothing (one exact simulation serves both checks: they are the suite's slowest).
@@ -104,14 +119,7 @@ ops:
       - {name: scale, kind: elementwise, shape: [4096, 4096], inputs: 1, flops_per_element: 1, dtype: bf16}
   - {name: sweep, kind: elementwise, shape: [16384, 4096], inputs: 1, flops_per_element: 1, dtype: bf16}
 )";
-  const auto cfg = xpusim::config::load_config(source_path("configs/h100-sxm.yaml"), {"power.mode=fixed_clock"});
-  const auto tr = xpusim::trace::load_trace(temp_file(trace));
-  auto run_at = [&](xpusim::engine::Fidelity f) {
-    xpusim::engine::SimOptions opt;
-    opt.fidelity = f;
-    return YAML::Load(xpusim::report::simulate_isolated(cfg, tr, opt));
-  };
-  const YAML::Node exact = run_at(xpusim::engine::Fidelity::exact), fast = run_at(xpusim::engine::Fidelity::fast);
+  const auto [exact, fast] = exact_and_fast("configs/h100-sxm.yaml", {"power.mode=fixed_clock"}, trace);
   const YAML::Node last_exact = exact["ops"][4], last_fast = fast["ops"][4];
   REQUIRE(last_fast["name"].as<std::string>() == "sweep");
   CHECK(fast["ops"][3]["fidelity"]["reused_from"]);  // the op before it was reused, not run
@@ -135,14 +143,7 @@ name: skinny-at-the-limit
 ops:
   - {name: g, kind: gemm, m: 1024, n: 16, k: 150000, dtype: fp32}
 )";
-  const auto cfg = xpusim::config::load_config(source_path("configs/v100.yaml"), {"power.start=sustained"});
-  const auto tr = xpusim::trace::load_trace(temp_file(trace));
-  auto run_at = [&](xpusim::engine::Fidelity f) {
-    xpusim::engine::SimOptions opt;
-    opt.fidelity = f;
-    return YAML::Load(xpusim::report::simulate_isolated(cfg, tr, opt));
-  };
-  const YAML::Node exact = run_at(xpusim::engine::Fidelity::exact), fast = run_at(xpusim::engine::Fidelity::fast);
+  const auto [exact, fast] = exact_and_fast("configs/v100.yaml", {"power.start=sustained"}, trace);
   REQUIRE(exact["ops"][0]["bound"].as<std::string>() == "power");  // the governor held the clock down
   const YAML::Node f = fast["ops"][0]["fidelity"];
   REQUIRE(f);
