@@ -78,7 +78,7 @@ double estimate_s(const Topology& t, const CollectiveParams& p, const Collective
 std::string unsupported(const Topology& t, const CollectiveJob& job);
 
 // The CTAs a collective's kernel holds on each GPU while it runs, as NCCL sizes them
-// (src/enqueue.cc, topoGetAlgoInfo, 2.18-2.28): one per channel, `threads` each, fewer channels
+// (src/enqueue.cc, topoGetAlgoInfo, 2.19-2.21; later releases give a tree 640 threads): one per channel, `threads` each, fewer channels
 // and threads for small sizes; each CTA's registers and shared memory as NCCL's kernels are built.
 // No CTAs for the direct exchanges and a runtime's own all-reduce kernels (not modelled).
 struct CollectiveCtas {
