@@ -25,8 +25,9 @@ export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 # (with make; scripts/build.sh uses Ninja, 102 s).
 # The sanitizer build compiles each library source alone (with the sanitizers a unity build saves
 # nothing there; the input and report layers at -O0, sim/CMakeLists.txt), so one that compiles
-# only beside others still fails the suite. File-local names must differ across a library's sources. The test sources are a unity build in both trees
-# (here, and tests/CMakeLists.txt for the sanitizer build): no build compiles them alone.
+# only beside others still fails the suite. File-local names must differ across a library's
+# sources. The test sources are a unity build in both trees (here, and tests/CMakeLists.txt for
+# the sanitizer build): no build compiles them alone.
 fast_build() {
   ./scripts/build.sh -DXPUSIM_BUILD_TESTS=ON -DXPUSIM_WERROR=ON "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
     -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8

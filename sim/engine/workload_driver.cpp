@@ -277,14 +277,13 @@ void WorkloadDriver::run() {
     for (CtaDispatcher* d : dispatchers_)
       for (KernelRun* k : d->take_finished()) {
         const size_t i = static_cast<size_t>(k->index);
+        ops_[i].end_s = std::max(ops_[i].end_s, k->end_s);
         if (ops_[i].collective) {
           // Its CTAs, done: at its transfers' end, or later where they found no SM until then
           // (behind another kernel's CTAs or a replay), which then ends the op.
-          ops_[i].end_s = std::max(ops_[i].end_s, k->end_s);
           if (--pending[i] == 0 && landed[i]) finish(i);
           continue;
         }
-        ops_[i].end_s = std::max(ops_[i].end_s, k->end_s);
         if (--pending[i] > 0) continue;
         if (!k->tail && !ops_[i].tail.empty()) {
           // The first kernel's grid completes, then the second launches as a dependent kernel.

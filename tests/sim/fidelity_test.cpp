@@ -33,13 +33,18 @@ ops:
       - {name: act, kind: elementwise, shape: [8192, 4096], inputs: 1, flops_per_element: 8, dtype: bf16}
 )";
 
-// Without a fidelity, the engine's default options.
-YAML::Node run(const std::vector<std::string>& sets, std::optional<xpusim::engine::Fidelity> f) {
-  const auto cfg = xpusim::config::load_config(source_path("configs/h100-sxm.yaml"), sets);
-  const auto tr = xpusim::trace::load_trace(temp_file(kTrace));
+// `trace` on a shipped config with `sets`; without a fidelity, the engine's default options.
+YAML::Node run_on(const std::string& config, const std::vector<std::string>& sets, const char* trace,
+                  std::optional<xpusim::engine::Fidelity> f) {
+  const auto cfg = xpusim::config::load_config(source_path(config), sets);
+  const auto tr = xpusim::trace::load_trace(temp_file(trace));
   xpusim::engine::SimOptions opt;
   if (f) opt.fidelity = *f;
   return YAML::Load(xpusim::report::simulate_isolated(cfg, tr, opt));
+}
+
+YAML::Node run(const std::vector<std::string>& sets, std::optional<xpusim::engine::Fidelity> f) {
+  return run_on("configs/h100-sxm.yaml", sets, kTrace, f);
 }
 
 double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
@@ -57,15 +62,8 @@ void check_within_bounds(const YAML::Node& exact, const YAML::Node& fast) {
 // A trace run exact, then fast, on a shipped config with `sets`.
 std::pair<YAML::Node, YAML::Node> exact_and_fast(const std::string& config, const std::vector<std::string>& sets,
                                                  const char* trace) {
-  const auto cfg = xpusim::config::load_config(source_path(config), sets);
-  const auto tr = xpusim::trace::load_trace(temp_file(trace));
-  auto run_at = [&](xpusim::engine::Fidelity f) {
-    xpusim::engine::SimOptions opt;
-    opt.fidelity = f;
-    return YAML::Load(xpusim::report::simulate_isolated(cfg, tr, opt));
-  };
-  YAML::Node exact = run_at(xpusim::engine::Fidelity::exact);
-  return {exact, run_at(xpusim::engine::Fidelity::fast)};
+  YAML::Node exact = run_on(config, sets, trace, xpusim::engine::Fidelity::exact);
+  return {exact, run_on(config, sets, trace, xpusim::engine::Fidelity::fast)};
 }
 
 // `exact_by_default`: the exact run takes the engine's default options, which must be exact and
