@@ -6,6 +6,8 @@
 #include <limits>
 #include <memory>
 
+#include "models/sm/hold_program.h"
+
 namespace xpusim {
 namespace {
 
@@ -90,17 +92,31 @@ void CtaDispatcher::submit(KernelRun* k) {
     kernel_finished.notify(sc_core::SC_ZERO_TIME);
     return;
   }
+  k->seq = ++seq_;
   if (fast_) {
     const bool alone = idle();
+    if (k->holds_sms) {
+      // A collective's CTAs change nothing until they are placed, and they are placed behind the
+      // older kernels' CTAs; the watches pause while they are resident (holds_changed).
+      holds_.push_back(k);
+      active_.push_back(k);
+      wake_.notify(sc_core::SC_ZERO_TIME);
+      return;
+    }
     ++submissions_;
     // Another kernel now shares the GPU: waves of the running ones no longer repeat alone.
     for (auto& [run, w] : watched_) w.watch_waves = w.watch_steps = run->count_steps = false;
+    // Beside a collective's CTAs alone, a kernel runs as it would again beside the same CTAs
+    // (held as long): it is recorded and reused under that, and its waves are watched once the
+    // CTAs are gone.
+    const bool beside_holds = !alone && only_holds();
     // Microbenchmarks time a phase of their own run, and injected faults need the real CTAs.
-    if (alone && k->program->timed_step < 0 && !k->lose_a_cta) {
+    if ((alone || beside_holds) && k->program->timed_step < 0 && !k->lose_a_cta) {
       Watch w;
       w.submission = submissions_;
       if (fp_.memoise && !k->memo_key.empty()) {
         w.key = k->memo_key + "\nafter: " + last_key_;
+        if (beside_holds) w.key += "\nbeside: " + holds_key();
         const auto hit = memo_->find(w.key);
         // A kernel cache's entry: the run's first instance replays the recording run's first.
         const bool first_cached = hit != memo_->end() && hit->second.from_file && hit->second.seen == 0 &&
@@ -117,6 +133,7 @@ void CtaDispatcher::submit(KernelRun* k) {
           holder_ = k;
           if (on_reuse) on_reuse(*k->program);
           sc_core::sc_spawn([this, k] { play(k); });
+          if (beside_holds) wake_.notify(sc_core::SC_ZERO_TIME);  // the older CTAs waiting are placed as they were
           return;
         }
       }
@@ -129,8 +146,9 @@ void CtaDispatcher::submit(KernelRun* k) {
         // resident CTAs then leave out the same steady steps (and later CTAs too, where they
         // are bound by the SMs' pipes). Waves are watched too, once that is decided (or
         // failed): whole waves may then be left out as well.
-        w.watch_steps = prog.step_period > 0;
+        w.watch_steps = prog.step_period > 0 && !beside_holds;
         w.watch_waves = !w.watch_steps && total > wave;
+        w.paused = beside_holds;
         if (w.watch_steps) {
           w.resident = std::min(total, wave);
           // A wave of steps: every resident CTA a few steps on, in whole periods of the program.
@@ -163,6 +181,7 @@ void CtaDispatcher::finish(KernelRun* k) {
   kernel_finished.notify(sc_core::SC_ZERO_TIME);
   if (!fast_) return;
   if (holder_ == k) holder_ = nullptr;
+  if (k->holds_sms) holds_.erase(std::find(holds_.begin(), holds_.end(), k));
   if (k->step_rate && on_replayed) on_replayed({}, true);  // what its CTAs' left-out steps wrote back
   const auto it = watched_.find(k);
   if (it != watched_.end()) {
@@ -176,11 +195,16 @@ void CtaDispatcher::finish(KernelRun* k) {
       const double secs = k->end_s - k->submit_s;
       const double busy = (k->counters.tensor_busy_s + k->counters.simt_busy_s) / static_cast<double>(sms_.size());
       const bool in_cycles = secs > 0 && busy >= kPipeBound * secs;
+      // Where the kernel left work out, it played that back after its last CTAs, and the
+      // collectives' CTAs waiting behind it were placed after the replay: so are they in its.
+      const bool left_out = k->extrapolated_ctas > 0 || k->skip_steps > 0 || k->skip_late > 0;
+      const size_t placed_from = left_out ? 0 : w.placed_segment;
       const Snapshot* from = &w.start;
       for (size_t i = 0; i <= w.profile.size(); ++i) {
         const Snapshot& to = i < w.profile.size() ? w.profile[i] : end;
         Replay seg;
         seg.in_cycles = in_cycles;
+        seg.all_placed = placed_from > 0 && i >= placed_from;
         seg.amount = seg.in_cycles ? to.cycles - from->cycles : to.t - from->t;
         seg.counters = minus(to.counters, from->counters);
         seg.stats.resize(stats_.size());
@@ -373,7 +397,7 @@ void CtaDispatcher::accrue(KernelRun* k, const OpCounters& c, const std::vector<
     const double t = sc_core::sc_time_stamp().to_seconds();
     const double done = amount > 0 ? std::min(1.0, (in_cycles ? clock_->cycles(t) - y0 : t - t0) / amount) : 1;
     const double left = (1 - done) * amount / (in_cycles ? clock_->hz() : 1.0);  // seconds at today's clock
-    const double boundary = (std::floor(t / tick + 1e-9) + 1) * tick;
+    const double boundary = next_tick_boundary(t, tick);
     const double slice = std::min(left, boundary - t);
     const double f = left < 1e-12 || slice >= left ? 1.0 : done + (1 - done) * slice / left;
     // The counters accrue evenly over the time: a governor's windows see the load.
@@ -406,6 +430,10 @@ void CtaDispatcher::play(KernelRun* k) {
   if (!k->profile.empty()) {
     for (size_t i = 0; i < k->profile.size(); ++i) {
       const Replay& r = k->profile[i];
+      if (r.all_placed && !k->replay_placed) {
+        k->replay_placed = true;
+        wake_.notify(sc_core::SC_ZERO_TIME);  // the collectives' CTAs waiting behind it go
+      }
       accrue(k, r.counters, r.stats, 1.0, r.amount, r.in_cycles, i + 1 == k->profile.size());
     }
   } else {
@@ -414,6 +442,56 @@ void CtaDispatcher::play(KernelRun* k) {
   }
   if (k->reused_from < 0 && !k->reused_cached) k->extrapolated_s += sc_core::sc_time_stamp().to_seconds() - t0;  // left-out waves or steps
   finish(k);
+}
+
+std::string CtaDispatcher::holds_key() const {
+  // Each collective's CTAs still to finish and how long they are held from now, in steps of the
+  // tolerance (a kernel beside CTAs held that much longer runs that much differently).
+  const double now = sc_core::sc_time_stamp().to_seconds(), step = std::log1p(std::max(fp_.tolerance, 1e-6));
+  std::string key;
+  for (const KernelRun* h : holds_) {
+    const double left = static_cast<const HoldProgram&>(*h->program).until() - now;
+    const long steps = left > 1e-9 ? std::lround(std::log(left / 1e-9) / step) : -1;
+    key += std::to_string(h->program->num_ctas() - h->done_ctas) + "x" + std::to_string(steps) + ";";
+  }
+  return key;
+}
+
+void CtaDispatcher::placed_all(KernelRun* k) {
+  // A recorded kernel whose last CTA is placed with a collective's CTAs waiting behind it: they
+  // are placed from here on, and a replay of it lets them in from the same point.
+  if (!fast_ || k->holds_sms) return;
+  const auto it = watched_.find(k);
+  if (it == watched_.end() || it->second.key.empty() || it->second.placed_segment > 0) return;
+  const bool waiting = std::any_of(holds_.begin(), holds_.end(), [k](const KernelRun* h) { return h->seq > k->seq; });
+  if (!waiting) return;
+  it->second.profile.push_back(snapshot(k));
+  it->second.placed_segment = it->second.profile.size();
+}
+
+bool CtaDispatcher::only_holds() const {
+  if (holder_ || in_flight_ != held_in_flight_) return false;
+  for (const KernelRun* a : active_)
+    if (!a->holds_sms) return false;
+  return true;
+}
+
+void CtaDispatcher::holds_changed() {
+  // The SMs a kernel has move: its waves before and after do not repeat each other, and its
+  // resident CTAs' steps are not a wave of a kernel alone. Waves are watched afresh once no
+  // collective's CTAs are resident (and none left out while they are: one leaving during a
+  // replay would leave the replay paced for fewer SMs).
+  for (auto& [k, w] : watched_) {
+    if (held_in_flight_ > 0) {
+      if (w.watch_steps) stop_watching_steps(k, w);
+      w.paused = true;
+    } else if (w.paused) {
+      w.paused = false;
+      w.waves.assign(1, snapshot(k));
+      w.wave_base = k->done_ctas;
+      w.watch_waves = k->program->num_ctas() - k->next_cta > wave_size(k);
+    }
+  }
 }
 
 void CtaDispatcher::cta_done(KernelRun* k) {
@@ -432,6 +510,10 @@ void CtaDispatcher::cta_done(KernelRun* k) {
   ++ctas_done_;
   --in_flight_;
   ++k->done_ctas;
+  if (k->holds_sms) {
+    --held_in_flight_;
+    if (fast_) holds_changed();
+  }
   if (fast_) {
     const auto it = watched_.find(k);
     if (it != watched_.end()) {
@@ -441,7 +523,7 @@ void CtaDispatcher::cta_done(KernelRun* k) {
       if (w.watch_steps && k->program->num_ctas() > w.resident) stop_watching_steps(k, w);
       if (w.profile_every > 0 && k->done_ctas % w.profile_every == 0 && k->done_ctas < k->program->num_ctas())
         w.profile.push_back(snapshot(k));
-      if (w.watch_waves && k->done_ctas % wave_size(k) == 0) {
+      if (w.watch_waves && !w.paused && (k->done_ctas - w.wave_base) % wave_size(k) == 0) {
         w.waves.push_back(snapshot(k));
         try_extrapolate(k);
       }
@@ -459,7 +541,10 @@ void CtaDispatcher::dispatch_thread() {
   for (;;) {
     for (auto it = active_.begin(); it != active_.end();) {
       KernelRun* k = *it;
-      if (holder_ && k != holder_) break;  // a replay holds the GPU
+      // A replay holds the GPU, but for a collective's CTAs older than it, or newer than a
+      // reused kernel whose replay is past its last CTA's placement (placed as they were when it
+      // was recorded).
+      if (holder_ && k != holder_ && !(k->holds_sms && (k->seq < holder_->seq || holder_->replay_placed))) break;
       const CtaResources& r = k->program->resources;
       const uint64_t total = k->program->num_ctas();
       // Breadth-first: one CTA per SM per pass, so the first wave spreads across all SMs.
@@ -477,12 +562,19 @@ void CtaDispatcher::dispatch_thread() {
             }
             sm->launch(k, k->next_cta++, start);
             ++in_flight_;
+            if (k->holds_sms) {
+              ++held_in_flight_;
+              if (fast_) holds_changed();
+            }
             placed = true;
           }
         }
         next_sm_ = (next_sm_ + 1) % sms_.size();
       }
-      if (k->next_cta == total) it = active_.erase(it);
+      if (k->next_cta == total) {
+        placed_all(k);
+        it = active_.erase(it);
+      }
       else break;  // older kernel still waiting for room: younger ones wait behind it
     }
     wait(wake_);

@@ -54,6 +54,10 @@ class CtaDispatcher : public sc_core::sc_module {
   void cta_done(KernelRun* k);
   void finish(KernelRun* k);
   bool idle() const { return active_.empty() && in_flight_ == 0 && !holder_; }
+  bool only_holds() const;  // no work on the GPU but a collective's CTAs (placed or waiting)
+  std::string holds_key() const;  // the collectives' CTAs on the GPU now, for a memo key
+  void placed_all(KernelRun* k);  // k's last CTA is placed
+  void holds_changed();     // a collective's CTA was placed or is done
   Snapshot snapshot(const KernelRun* k) const;
   struct Steady {  // what the last waves repeat
     size_t period = 0;  // in waves (0: not steady)
@@ -111,7 +115,10 @@ class CtaDispatcher : public sc_core::sc_module {
   const ClockDomain* clock_ = nullptr;
   std::vector<Stat*> stats_;
   uint64_t in_flight_ = 0;       // CTAs on SMs, all kernels
-  uint64_t submissions_ = 0;
+  uint64_t held_in_flight_ = 0;  // of which a collective's (KernelRun::holds_sms)
+  uint64_t submissions_ = 0;      // of kernels other than a collective's CTAs
+  uint64_t seq_ = 0;              // of all (KernelRun::seq)
+  std::vector<KernelRun*> holds_;  // a collective's CTAs, submitted and not finished
   uint64_t replay_ticks_ = 0;
   KernelRun* holder_ = nullptr;  // a kernel with work to play back: no other kernel is placed until it ends
   std::string last_key_;         // memo key of the kernel that last ran on this GPU
@@ -122,6 +129,8 @@ class CtaDispatcher : public sc_core::sc_module {
     std::vector<Snapshot> waves;  // at every wave's worth of finished CTAs (or of steps, watch_steps)
     bool watch_waves = false;     // whole waves may yet be skipped
     bool watch_steps = false;     // the resident CTAs' steps are the waves
+    bool paused = false;          // a collective's CTAs are resident: no waves counted
+    uint64_t wave_base = 0;       // done CTAs where the waves' count starts
     uint64_t steps = 0, step_wave = 0, min_steps = 0;
     uint64_t resident = 0;        // CTAs of the first wave
     Steady step_steady;           // the steady period of steps, once decided
@@ -130,6 +139,9 @@ class CtaDispatcher : public sc_core::sc_module {
     // kernel's counters back as they came (a governor sees its power over time as it was).
     std::vector<Snapshot> profile;
     uint64_t profile_every = 0;
+    // The profile's snapshot taken when the last CTA was placed with a collective's CTAs
+    // waiting behind it (its index + 1; 0: none): the segments from there are Replay::all_placed.
+    size_t placed_segment = 0;
   };
   std::map<KernelRun*, Watch> watched_;
 };

@@ -21,6 +21,7 @@
 // evenly over it so that a power governor sees the load. The L2's oldest dirty lines that the
 // left-out work would have written back are then clean (its write-backs are in its counted
 // traffic).
+#include <cmath>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,11 +42,24 @@ struct FastPathParams {
   double replay_tick_s = 1e-4;  // a replay wakes at least this often (the governor's control period when capped)
 };
 
+// The end of a replay's slice that starts at `t`: the next multiple of `tick` (the governor's
+// windows' boundaries) at least one time resolution (1 ps) after `t`, so that a slice always
+// advances time. A boundary a picosecond away counts as reached, as one within rounding of `t`.
+inline double next_tick_boundary(double t, double tick) {
+  constexpr double kResolution = 1e-12;  // SystemC's default time resolution
+  double b = (std::floor(t / tick + 1e-9) + 1) * tick;
+  if (b - t < 1.5 * kResolution) b += tick;  // a picosecond away (to within rounding)
+  return b;
+}
+
 struct Replay {
   OpCounters counters;        // what the skipped work did
   std::vector<double> stats;  // its deltas of the GPU's statistics
   double amount = 0;          // its duration: seconds, or SM cycles with in_cycles
   bool in_cycles = false;
+  // A recorded kernel's segment that began after its last CTA was placed, with a collective's
+  // CTAs waiting behind it: a replay lets such CTAs be placed from there on, as they were.
+  bool all_placed = false;
 };
 
 // One CTA's left-out steady step, played back where the CTA leaves it out: its time at the

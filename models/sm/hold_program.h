@@ -20,6 +20,7 @@ class HoldProgram : public KernelProgram {
   }
   // When the collective ends: set when it starts, before its CTAs are submitted.
   void hold_until(double t) { until_s_ = t; }
+  double until() const { return until_s_; }
   uint64_t num_ctas() const override { return ctas_; }
   uint64_t steps(uint64_t) const override { return 1; }
   void step(uint64_t, uint64_t, StepWork& w) const override { w.until_s = until_s_; }

@@ -30,6 +30,7 @@ struct KernelRun {
   // A collective's CTAs, holding SMs while it runs (hold_program.h): not a kernel whose L2 the
   // next kernel meets, so fast fidelity's reuse ignores it.
   bool holds_sms = false;
+  uint64_t seq = 0;  // submission order on its GPU's dispatcher
 
   // Fast fidelity (models/sm/fast_path.h). memo_key: what makes the kernel's work the same as
   // another's (its op and program, addresses aside); empty: never reused nor recorded.
@@ -40,6 +41,7 @@ struct KernelRun {
   double extrapolated_s = 0;       // the time they took (in the replay)
   Replay pending;                  // left-out work, played back when the simulated CTAs are done
   std::vector<Replay> profile;     // reused: the recorded kernel's segments, played instead
+  bool replay_placed = false;      // reused: its replay is past where its last CTA was placed
   // Steady steps extrapolated: a CTA leaves out skip_steps steps from its next step on, or
   // skip_late if it is skip_late_from or later (placed after that was decided).
   uint64_t skip_steps = 0;

@@ -127,7 +127,7 @@ class Writer {
     put(static_cast<uint32_t>(prof.size()));
     for (const Replay& r : prof) {
       put(r.amount);
-      put(static_cast<uint8_t>(r.in_cycles));
+      put(static_cast<uint8_t>((r.in_cycles ? 1 : 0) | (r.all_placed ? 2 : 0)));
       put_doubles(reinterpret_cast<const double*>(&r.counters), kCounters);
       put_doubles(r.stats.data(), r.stats.size());
     }
@@ -177,7 +177,10 @@ class Reader {
     for (Replay& r : prof) {
       r.amount = get<double>();
       if (!(std::isfinite(r.amount) && r.amount >= 0)) bad("holds a duration that is not a finite, non-negative number");
-      r.in_cycles = get<uint8_t>() != 0;
+      const uint8_t flags = get<uint8_t>();
+      if (flags > 3) bad("holds a segment's flags of " + std::to_string(flags));
+      r.in_cycles = (flags & 1) != 0;
+      r.all_placed = (flags & 2) != 0;
       const std::vector<double> c = get_doubles(kCounters, "counters");
       std::memcpy(reinterpret_cast<double*>(&r.counters), c.data(), sizeof(OpCounters));
       r.stats = get_doubles(stats, "statistics");

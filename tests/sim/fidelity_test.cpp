@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "helpers.h"
+#include "models/sm/fast_path.h"
 #include "sim/config/config_loader.h"
 #include "sim/engine/simulate.h"
 #include "sim/report/isolated.h"
@@ -152,4 +153,62 @@ ops:
   REQUIRE(f);
   CHECK(f["extrapolated_steps"].as<long long>() > 0);
   check_within_bounds(exact, fast);
+}
+
+// A collective's CTAs hold SMs beside a kernel on another stream (collectives.occupy_sms). The
+// kernel beside them runs as it will again beside the same CTAs held as long: from its second
+// time on it is reused (the key says what it ran beside), the collective's CTAs older than it are
+// placed during its replay as they were, and those of a collective that started during it (here
+// each all-gather, behind the GEMM's CTAs) from where it had placed its last CTA. Before, every
+// such kernel was simulated in full.
+TEST_CASE("fast fidelity reuses a kernel beside a collective's CTAs, within 1% of exact", "[sim][fidelity]") {
+  const char* trace = R"(xpusim_trace: 1
+name: gemm-beside-collectives
+ops:
+  - {name: g0, kind: gemm, m: 4096, n: 4096, k: 2048, dtype: bf16, devices: [0]}
+  - {name: rs1, kind: reduce_scatter, bytes: 16777216, devices: 0-7, stream: 1, deps: [g0]}
+  - {name: ag1, kind: all_gather, bytes: 16777216, devices: 0-7, stream: 1}
+  - {name: g1, kind: gemm, m: 4096, n: 4096, k: 2048, dtype: bf16, devices: [0]}
+  - {name: rs2, kind: reduce_scatter, bytes: 16777216, devices: 0-7, stream: 1, deps: [g1]}
+  - {name: ag2, kind: all_gather, bytes: 16777216, devices: 0-7, stream: 1}
+  - {name: g2, kind: gemm, m: 4096, n: 4096, k: 2048, dtype: bf16, devices: [0]}
+  - {name: rs3, kind: reduce_scatter, bytes: 16777216, devices: 0-7, stream: 1, deps: [g2]}
+  - {name: ag3, kind: all_gather, bytes: 16777216, devices: 0-7, stream: 1}
+  - {name: g3, kind: gemm, m: 4096, n: 4096, k: 2048, dtype: bf16, devices: [0]}
+)";
+  const auto [exact, fast] = exact_and_fast("configs/systems/dgx-a100.yaml", {"power.mode=fixed_clock"}, trace);
+  for (const int i : {3, 6, 9}) {  // each GEMM after the first starts with a reduce-scatter and outlasts it
+    const YAML::Node g = exact["ops"][i], rs = exact["ops"][i - 2], ag = exact["ops"][i - 1];
+    REQUIRE(g["start_s"].as<double>() == rs["start_s"].as<double>());
+    REQUIRE(g["end_s"].as<double>() > ag["start_s"].as<double>());
+    // The all-gather's CTAs waited behind the GEMM's: it ended after its transfers would have.
+    REQUIRE(ag["time_s"].as<double>() > 1.2 * rs["time_s"].as<double>());
+  }
+  // Beside the CTAs the GEMM is slower than alone.
+  CHECK(exact["ops"][3]["time_s"].as<double>() > 1.02 * exact["ops"][0]["time_s"].as<double>());
+  const YAML::Node last = fast["ops"][9]["fidelity"];
+  REQUIRE(last);
+  CHECK(last["reused_from"].as<std::string>() == "g2");
+  for (size_t i = 1; i < exact["ops"].size(); ++i) {
+    INFO(fast["ops"][i]["name"].as<std::string>() << ": exact " << exact["ops"][i]["time_s"].as<double>() << " s, fast "
+                                                 << fast["ops"][i]["time_s"].as<double>() << " s");
+    CHECK(rel(fast["ops"][i]["time_s"].as<double>(), exact["ops"][i]["time_s"].as<double>()) <= 0.01);
+  }
+  check_within_bounds(exact, fast);
+}
+
+// A replay books its work in slices that end on the governor's window boundaries. A slice that
+// started a picosecond (SystemC's time resolution) before a boundary had no time to wait, and
+// the replay spun there forever: a 64-GPU GPT-3 pipeline hung at 906 ms of simulated time.
+TEST_CASE("a replay's slice always ends at least a picosecond on", "[sim][fidelity]") {
+  const double tick = 1e-4;
+  for (const long long ps : {0LL, 1LL, 50'000'000LL, 99'999'999LL, 100'000'000LL, 906'099'999'999LL, 906'100'000'000LL,
+                             906'100'000'001LL, 12'345'678'999'999LL}) {
+    const double t = static_cast<double>(ps) * 1e-12;  // a time SystemC can hold
+    const double b = xpusim::next_tick_boundary(t, tick);
+    INFO("t = " << ps << " ps, next boundary " << b);
+    CHECK(b - t > 1.5e-12);                                        // time moves by at least 2 ps
+    CHECK(b - t <= tick + 1.5e-12);                                // and by no more than a window and that picosecond
+    CHECK(std::abs(b / tick - std::round(b / tick)) < 1e-6);       // to a boundary
+  }
 }
