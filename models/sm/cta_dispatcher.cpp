@@ -106,9 +106,9 @@ void CtaDispatcher::submit(KernelRun* k) {
     ++submissions_;
     // Another kernel now shares the GPU: waves of the running ones no longer repeat alone.
     for (auto& [run, w] : watched_) w.watch_waves = w.watch_steps = run->count_steps = false;
-    // Beside a collective's CTAs alone, a kernel runs as it would again beside the same CTAs
-    // (held as long): it is recorded and reused under that, and its waves are watched once the
-    // CTAs are gone.
+    // With no kernel on the GPU but a collective's CTAs, a kernel runs as it would again beside
+    // the same CTAs held as long: it is recorded and reused under that, and its waves are
+    // watched once the CTAs are gone (its steps are not: its first wave is not every SM's).
     const bool beside_holds = !alone && only_holds();
     // Microbenchmarks time a phase of their own run, and injected faults need the real CTAs.
     if ((alone || beside_holds) && k->program->timed_step < 0 && !k->lose_a_cta) {
@@ -181,7 +181,11 @@ void CtaDispatcher::finish(KernelRun* k) {
   kernel_finished.notify(sc_core::SC_ZERO_TIME);
   if (!fast_) return;
   if (holder_ == k) holder_ = nullptr;
-  if (k->holds_sms) holds_.erase(std::find(holds_.begin(), holds_.end(), k));
+  if (k->holds_sms) {
+    const auto h = std::find(holds_.begin(), holds_.end(), k);
+    assert(h != holds_.end());
+    holds_.erase(h);
+  }
   if (k->step_rate && on_replayed) on_replayed({}, true);  // what its CTAs' left-out steps wrote back
   const auto it = watched_.find(k);
   if (it != watched_.end()) {
@@ -195,9 +199,10 @@ void CtaDispatcher::finish(KernelRun* k) {
       const double secs = k->end_s - k->submit_s;
       const double busy = (k->counters.tensor_busy_s + k->counters.simt_busy_s) / static_cast<double>(sms_.size());
       const bool in_cycles = secs > 0 && busy >= kPipeBound * secs;
-      // Where the kernel left work out, it played that back after its last CTAs, and the
-      // collectives' CTAs waiting behind it were placed after the replay: so are they in its.
-      const bool left_out = k->extrapolated_ctas > 0 || k->skip_steps > 0 || k->skip_late > 0;
+      // A kernel that played left-out work back after its last CTAs held the GPU for it, and
+      // the collectives' CTAs waiting behind it were placed after that replay: a replay of its
+      // record lets them in at the end too. (Steps left out by each CTA in place hold nothing.)
+      const bool left_out = k->extrapolated_ctas > 0 || (k->skip_steps > 0 && !k->step_rate);
       const size_t placed_from = left_out ? 0 : w.placed_segment;
       const Snapshot* from = &w.start;
       for (size_t i = 0; i <= w.profile.size(); ++i) {
@@ -408,7 +413,7 @@ void CtaDispatcher::accrue(KernelRun* k, const OpCounters& c, const std::vector<
       added[i] += stats[i] * step;
     }
     applied = f;
-    if (slice > 1e-12) {
+    if (slice >= kShortestWait) {
       ++replay_ticks_;
       sc_core::wait(sc_core::sc_time(slice, sc_core::SC_SEC));
     }
@@ -450,23 +455,24 @@ std::string CtaDispatcher::holds_key() const {
   const double now = sc_core::sc_time_stamp().to_seconds(), step = std::log1p(std::max(fp_.tolerance, 1e-6));
   std::string key;
   for (const KernelRun* h : holds_) {
+    assert(dynamic_cast<const HoldProgram*>(h->program.get()));
     const double left = static_cast<const HoldProgram&>(*h->program).until() - now;
     const long steps = left > 1e-9 ? std::lround(std::log(left / 1e-9) / step) : -1;
-    key += std::to_string(h->program->num_ctas() - h->done_ctas) + "x" + std::to_string(steps) + ";";
+    const CtaResources& r = h->program->resources;  // what room each CTA leaves beside it
+    key += std::to_string(h->program->num_ctas() - h->done_ctas) + "x(" + std::to_string(r.threads) + "," +
+           std::to_string(r.registers) + "," + std::to_string(r.shared_bytes) + ")x" + std::to_string(steps) + ";";
   }
   return key;
 }
 
-void CtaDispatcher::placed_all(KernelRun* k) {
-  // A recorded kernel whose last CTA is placed with a collective's CTAs waiting behind it: they
-  // are placed from here on, and a replay of it lets them in from the same point.
-  if (!fast_ || k->holds_sms) return;
-  const auto it = watched_.find(k);
-  if (it == watched_.end() || it->second.key.empty() || it->second.placed_segment > 0) return;
-  const bool waiting = std::any_of(holds_.begin(), holds_.end(), [k](const KernelRun* h) { return h->seq > k->seq; });
-  if (!waiting) return;
-  it->second.profile.push_back(snapshot(k));
-  it->second.placed_segment = it->second.profile.size();
+void CtaDispatcher::hold_placed(const KernelRun* h) {
+  // A collective's CTA placed behind a recorded kernel whose CTAs are all placed: a replay of
+  // the kernel lets such CTAs in from the same point of its time.
+  for (auto& [k, w] : watched_)
+    if (!w.key.empty() && w.placed_segment == 0 && k->seq < h->seq && k->next_cta == k->program->num_ctas()) {
+      w.profile.push_back(snapshot(k));
+      w.placed_segment = w.profile.size();
+    }
 }
 
 bool CtaDispatcher::only_holds() const {
@@ -477,8 +483,8 @@ bool CtaDispatcher::only_holds() const {
 }
 
 void CtaDispatcher::holds_changed() {
-  // The SMs a kernel has move: its waves before and after do not repeat each other, and its
-  // resident CTAs' steps are not a wave of a kernel alone. Waves are watched afresh once no
+  // The SMs left to a kernel change: its waves before and after do not repeat each other, and
+  // its resident CTAs' steps are not a wave of a kernel alone. Waves are watched afresh once no
   // collective's CTAs are resident (and none left out while they are: one leaving during a
   // replay would leave the replay paced for fewer SMs).
   for (auto& [k, w] : watched_) {
@@ -489,7 +495,8 @@ void CtaDispatcher::holds_changed() {
       w.paused = false;
       w.waves.assign(1, snapshot(k));
       w.wave_base = k->done_ctas;
-      w.watch_waves = k->program->num_ctas() - k->next_cta > wave_size(k);
+      // Not where another kernel was submitted since: the GPU is not the kernel's alone.
+      w.watch_waves = w.submission == submissions_ && k->program->num_ctas() - k->next_cta > wave_size(k);
     }
   }
 }
@@ -564,17 +571,17 @@ void CtaDispatcher::dispatch_thread() {
             ++in_flight_;
             if (k->holds_sms) {
               ++held_in_flight_;
-              if (fast_) holds_changed();
+              if (fast_) {
+                hold_placed(k);
+                holds_changed();
+              }
             }
             placed = true;
           }
         }
         next_sm_ = (next_sm_ + 1) % sms_.size();
       }
-      if (k->next_cta == total) {
-        placed_all(k);
-        it = active_.erase(it);
-      }
+      if (k->next_cta == total) it = active_.erase(it);
       else break;  // older kernel still waiting for room: younger ones wait behind it
     }
     wait(wake_);

@@ -56,7 +56,7 @@ class CtaDispatcher : public sc_core::sc_module {
   bool idle() const { return active_.empty() && in_flight_ == 0 && !holder_; }
   bool only_holds() const;  // no work on the GPU but a collective's CTAs (placed or waiting)
   std::string holds_key() const;  // the collectives' CTAs on the GPU now, for a memo key
-  void placed_all(KernelRun* k);  // k's last CTA is placed
+  void hold_placed(const KernelRun* h);  // a CTA of a collective's, h, was placed
   void holds_changed();     // a collective's CTA was placed or is done
   Snapshot snapshot(const KernelRun* k) const;
   struct Steady {  // what the last waves repeat
@@ -139,8 +139,9 @@ class CtaDispatcher : public sc_core::sc_module {
     // kernel's counters back as they came (a governor sees its power over time as it was).
     std::vector<Snapshot> profile;
     uint64_t profile_every = 0;
-    // The profile's snapshot taken when the last CTA was placed with a collective's CTAs
-    // waiting behind it (its index + 1; 0: none): the segments from there are Replay::all_placed.
+    // The profile's snapshot taken when a collective's CTA submitted after the kernel was first
+    // placed, all the kernel's being placed (its index + 1; 0: none): the segments from there
+    // are Replay::all_placed.
     size_t placed_segment = 0;
   };
   std::map<KernelRun*, Watch> watched_;

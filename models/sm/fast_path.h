@@ -8,15 +8,16 @@
 //    placed later, where the steps are bound by the SMs' pipes, all but a pipeline's fill and
 //    drain;
 //  - memoisation: a kernel identical to one already simulated, in the same state that matters
-//    (the kernel that ran before it on the GPU, an idle GPU), reuses that kernel's time and
-//    counters (those of its second simulated instance: the first meets a colder memory
-//    system); its output is placed in the L2, dirty, as running it would have left it
-//    (KernelProgram::written).
+//    (the kernel that ran before it on the GPU, and a GPU idle or holding only a collective's
+//    CTAs, as many and held as long), reuses that kernel's time and counters (those of its
+//    second simulated instance: the first meets a colder memory system); its output is placed
+//    in the L2, dirty, as running it would have left it (KernelProgram::written).
 // Work not simulated is played back: steps bound by the SMs' pipes by each CTA where it leaves
 // them out (the kernel's power over time stays as it was, and a CTA waiting beside others takes
 // nothing they need); other steps, left-out waves and reused kernels as a replay at the
 // kernel's end, during which no other kernel is placed (CTAs waiting beside each other would
-// leave the memory system idle that the steps share). The time is seconds, or SM cycles for
+// leave the memory system idle that the steps share) but for a collective's CTAs: those older
+// than a reused kernel, and newer ones from where the recorded kernel let them in. The time is seconds, or SM cycles for
 // work bound by the SMs' pipes (so that a governor's clock applies), and the counters accrue
 // evenly over it so that a power governor sees the load. The L2's oldest dirty lines that the
 // left-out work would have written back are then clean (its write-backs are in its counted
@@ -42,23 +43,21 @@ struct FastPathParams {
   double replay_tick_s = 1e-4;  // a replay wakes at least this often (the governor's control period when capped)
 };
 
-// The end of a replay's slice that starts at `t`: the next multiple of `tick` (the governor's
-// windows' boundaries) at least one time resolution (1 ps) after `t`, so that a slice always
-// advances time. A boundary a picosecond away counts as reached, as one within rounding of `t`.
-inline double next_tick_boundary(double t, double tick) {
-  constexpr double kResolution = 1e-12;  // SystemC's default time resolution
-  double b = (std::floor(t / tick + 1e-9) + 1) * tick;
-  if (b - t < 1.5 * kResolution) b += tick;  // a picosecond away (to within rounding)
-  return b;
-}
+// A replay books its work in slices that end on the multiples of `tick` (the governor's
+// windows' boundaries). A wait shorter than half of SystemC's time resolution (its default, 1
+// ps) rounds to none: a slice at least this long always moves time on, and a replay waits for
+// every such slice (one that waited only for longer ones spun forever a picosecond before a
+// boundary).
+constexpr double kShortestWait = 0.5e-12;
+inline double next_tick_boundary(double t, double tick) { return (std::floor(t / tick + 1e-9) + 1) * tick; }
 
 struct Replay {
   OpCounters counters;        // what the skipped work did
   std::vector<double> stats;  // its deltas of the GPU's statistics
   double amount = 0;          // its duration: seconds, or SM cycles with in_cycles
   bool in_cycles = false;
-  // A recorded kernel's segment that began after its last CTA was placed, with a collective's
-  // CTAs waiting behind it: a replay lets such CTAs be placed from there on, as they were.
+  // A recorded kernel's segment that began after a collective's CTA submitted after the kernel
+  // was placed: a replay lets such CTAs be placed from there on, as they were.
   bool all_placed = false;
 };
 

@@ -153,3 +153,27 @@ TEST_CASE("a kernel cache where there are no kernels, or a probe's", "[fidelity]
   CHECK(run(step(64), cache, steady) == run(step(64), "", steady));
   std::remove(cache.c_str());
 }
+
+// A GEMM that starts with a reduce-scatter and has an all-gather waiting behind its CTAs: the
+// record keeps where the all-gather's CTAs got SMs (Replay::all_placed), and a run that replays
+// it from the file places them there, not at the replay's end.
+TEST_CASE("a kernel cache keeps where a kernel let a collective's CTAs in", "[fidelity]") {
+  const std::string trace = R"(xpusim_trace: 1
+name: kernel-cache-beside-collectives
+ops:
+  - {name: g0, kind: gemm, m: 4096, n: 4096, k: 2048, dtype: bf16, devices: [0]}
+  - {name: rs, kind: reduce_scatter, bytes: 16777216, devices: 0-7, stream: 1, deps: [g0]}
+  - {name: ag, kind: all_gather, bytes: 16777216, devices: 0-7, stream: 1}
+  - {name: g1, kind: gemm, m: 4096, n: 4096, k: 2048, dtype: bf16, devices: [0]}
+)";
+  const std::string cache = fresh_path("xpusim-kernel-cache-beside.kernels");
+  const char* dgx = "configs/systems/dgx-a100.yaml";
+  const YAML::Node first = YAML::Load(run(trace, cache, {"power.mode=fixed_clock"}, "", dgx));
+  const YAML::Node again = YAML::Load(run(trace, cache, {"power.mode=fixed_clock"}, "", dgx));
+  std::remove(cache.c_str());
+  REQUIRE(again["ops"][3]["fidelity"]["reused_from_cache"]);  // g1, beside the reduce-scatter's CTAs
+  const double ag_end = first["ops"][2]["end_s"].as<double>(), g1_end = first["ops"][3]["end_s"].as<double>();
+  REQUIRE(ag_end < g1_end);  // the all-gather's CTAs got SMs before the GEMM ended
+  CHECK(std::abs(again["ops"][2]["end_s"].as<double>() / ag_end - 1) < 1e-3);
+  CHECK(std::abs(again["ops"][3]["end_s"].as<double>() / g1_end - 1) < 1e-3);
+}
