@@ -549,8 +549,7 @@ void CtaDispatcher::dispatch_thread() {
     for (auto it = active_.begin(); it != active_.end();) {
       KernelRun* k = *it;
       // A replay holds the GPU, but for a collective's CTAs older than it, or newer than a
-      // reused kernel whose replay is past its last CTA's placement (placed as they were when it
-      // was recorded).
+      // reused kernel whose replay is past where its record let such CTAs in (Replay::all_placed).
       if (holder_ && k != holder_ && !(k->holds_sms && (k->seq < holder_->seq || holder_->replay_placed))) break;
       const CtaResources& r = k->program->resources;
       const uint64_t total = k->program->num_ctas();

@@ -17,9 +17,9 @@
 // nothing they need); other steps, left-out waves and reused kernels as a replay at the
 // kernel's end, during which no other kernel is placed (CTAs waiting beside each other would
 // leave the memory system idle that the steps share) but for a collective's CTAs: those older
-// than a reused kernel, and newer ones from where the recorded kernel let them in. The time is seconds, or SM cycles for
-// work bound by the SMs' pipes (so that a governor's clock applies), and the counters accrue
-// evenly over it so that a power governor sees the load. The L2's oldest dirty lines that the
+// than a reused kernel, and newer ones from where the recorded kernel let them in. The time is
+// seconds, or SM cycles for work bound by the SMs' pipes (so that a governor's clock applies),
+// and the counters accrue evenly over it so that a power governor sees the load. The L2's oldest dirty lines that the
 // left-out work would have written back are then clean (its write-backs are in its counted
 // traffic).
 #include <cmath>

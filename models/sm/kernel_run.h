@@ -41,7 +41,7 @@ struct KernelRun {
   double extrapolated_s = 0;       // the time they took (in the replay)
   Replay pending;                  // left-out work, played back when the simulated CTAs are done
   std::vector<Replay> profile;     // reused: the recorded kernel's segments, played instead
-  bool replay_placed = false;      // reused: its replay is past where its last CTA was placed
+  bool replay_placed = false;      // reused: its replay is past where its record let a newer collective's CTAs in
   // Steady steps extrapolated: a CTA leaves out skip_steps steps from its next step on, or
   // skip_late if it is skip_late_from or later (placed after that was decided).
   uint64_t skip_steps = 0;
