@@ -120,6 +120,7 @@ void SectoredTags::touch_line(uint64_t line, uint64_t first, uint32_t sectors, b
   uint32_t* age = &age_[first];
   if (clock_ == std::numeric_limits<uint32_t>::max()) renumber_ages();
   ++clock_;
+  dirty_ok_ = false;
   int hit = -1;
   for (int w = 0; w < ways_; ++w)
     if (tags[w] == line + 1) {
@@ -177,9 +178,7 @@ SectoredTags::AgeHistogram SectoredTags::age_histogram(uint32_t Masks::*field) c
       hi = std::max(hi, age_[i]);
     }
   if (lo > hi) return h;
-  h.lo = lo;
-  h.width = (static_cast<double>(hi) - lo + 1) / AgeHistogram::kBuckets;
-  h.sectors.assign(AgeHistogram::kBuckets, 0);
+  h = AgeHistogram(lo, hi);
   for (uint64_t i = 0; i < ways_total_; ++i)
     if (masks_[i].*field) h.sectors[static_cast<size_t>(h.bucket(age_[i]))] += popcount32(masks_[i].*field);
   return h;
@@ -187,34 +186,53 @@ SectoredTags::AgeHistogram SectoredTags::age_histogram(uint32_t Masks::*field) c
 
 uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
   if (sectors == 0) return 0;
-  // Three passes over the tags: the range of the dirty lines' ages, a histogram of dirty sectors
-  // by age, then the cleaning of every line older than the bucket where the count is reached,
-  // and of that bucket's lines in order.
-  const AgeHistogram h = age_histogram(&Masks::dirty);
-  if (h.sectors.empty()) return 0;
+  // One pass over the tags lists the dirty lines, in order, with the range of their ages; two
+  // passes over the list then make a histogram of dirty sectors by age, and clean every line
+  // older than the bucket where the count is reached, and that bucket's lines in order. The
+  // list, less the lines cleaned, stays valid until the tags next change (touch_line(),
+  // dirty_youngest()), so that a next call starts from it.
+  if (!dirty_ok_) {
+    dirty_.clear();
+    dirty_lo_ = std::numeric_limits<uint32_t>::max(), dirty_hi_ = 0;
+    for (uint64_t i = 0; i < ways_total_; ++i)
+      if (masks_[i].dirty) {
+        dirty_.push_back({i, age_[i], static_cast<uint32_t>(popcount32(masks_[i].dirty))});
+        dirty_lo_ = std::min(dirty_lo_, age_[i]);
+        dirty_hi_ = std::max(dirty_hi_, age_[i]);
+      }
+    dirty_ok_ = true;
+  }
+  if (dirty_.empty()) return 0;
+  AgeHistogram h(dirty_lo_, dirty_hi_);
+  for (const DirtyLine& d : dirty_) h.sectors[static_cast<size_t>(h.bucket(d.age))] += d.sectors;
   int cut = 0;
   uint64_t below = 0;  // dirty sectors in the buckets before `cut`
   while (cut < AgeHistogram::kBuckets && below + h.sectors[static_cast<size_t>(cut)] <= sectors)
     below += h.sectors[static_cast<size_t>(cut++)];
   uint64_t left = sectors - below;  // to clean in bucket `cut`
   uint64_t cleaned = 0;
-  for (uint64_t i = 0; i < ways_total_; ++i) {
-    Masks& m = masks_[i];
-    if (!m.dirty) continue;
-    const int b = h.bucket(age_[i]);
+  size_t kept = 0;
+  dirty_lo_ = std::numeric_limits<uint32_t>::max(), dirty_hi_ = 0;
+  for (const DirtyLine& d : dirty_) {
+    const int b = h.bucket(d.age);
     if (b < cut || (b == cut && left > 0)) {
-      const uint64_t n = popcount32(m.dirty);
-      if (b == cut) left -= std::min(left, n);
-      cleaned += n;
-      m.dirty = 0;
+      if (b == cut) left -= std::min<uint64_t>(left, d.sectors);
+      cleaned += d.sectors;
+      masks_[d.way].dirty = 0;
+    } else {
+      dirty_[kept++] = d;
+      dirty_lo_ = std::min(dirty_lo_, d.age);
+      dirty_hi_ = std::max(dirty_hi_, d.age);
     }
   }
+  dirty_.resize(kept);
   return cleaned;
 }
 
 uint64_t SectoredTags::dirty_youngest(uint64_t sectors) {
   if (sectors == 0) return 0;
   // As clean_oldest, from the other end and over the valid lines.
+  dirty_ok_ = false;
   const AgeHistogram h = age_histogram(&Masks::valid);
   if (h.sectors.empty()) return 0;
   int cut = AgeHistogram::kBuckets - 1;

@@ -158,6 +158,41 @@ TEST_CASE("L2 tags: cleaning the oldest dirty lines moves no data and spares the
   CHECK(l2.clean_oldest(10) == 0);  // nothing dirty is left
 }
 
+TEST_CASE("L2 tags: cleaning again from the kept list of dirty lines cleans what a fresh scan would", "[memory][l2]") {
+  // Two tag arrays with one history of writes of one to four sectors; both clean in batches, but
+  // one rescans its tags before each batch, the other reads the list its last batch kept. The
+  // rescan is forced by dirty_youngest() on lines among the youngest, which only writes made, so
+  // that it changes no sector. Ages spread over tens of thousands, so the 256 age buckets hold
+  // many lines each, and the batches cut inside a bucket.
+  TagGeometry g = small_l2();
+  g.size_bytes = 1 << 20;
+  SectoredTags kept(g), rescanned(g);
+  std::mt19937_64 rng(7);
+  SectoredTags::Result r;
+  for (int i = 0; i < 60000; ++i) {
+    const uint64_t addr = (rng() % (1u << 23)) & ~uint64_t{31};
+    const uint64_t bytes = 32 * (1 + rng() % 4);
+    kept.access(addr, bytes, true, 0, r);
+    rescanned.access(addr, bytes, true, 0, r);
+  }
+  for (uint64_t batch : {37, 500, 1, 2000, 999}) {
+    REQUIRE(rescanned.dirty_youngest(4) == 4);  // every sector it marks was dirty
+    const uint64_t a = kept.clean_oldest(batch), b = rescanned.clean_oldest(batch);
+    CHECK(a == b);
+    CHECK(a >= batch);
+  }
+  // The same lines are left dirty: sweeping both out writes back the same sectors.
+  SectoredTags::Result ka, rb;
+  for (uint64_t addr = 1u << 26; addr < (1u << 26) + (4u << 20); addr += 128) {
+    kept.access(addr, 128, false, 0, ka);
+    rescanned.access(addr, 128, false, 0, rb);
+  }
+  CHECK(ka.dirty_evicted_sectors > 0);
+  CHECK(ka.dirty_evicted_sectors == rb.dirty_evicted_sectors);
+  REQUIRE(ka.writebacks.size() == rb.writebacks.size());
+  for (size_t i = 0; i < ka.writebacks.size(); ++i) CHECK(ka.writebacks[i].base == rb.writebacks[i].base);
+}
+
 TEST_CASE("L2 tags: dirtying the youngest lines marks only them and counts those already dirty", "[memory][l2]") {
   SectoredTags l2(small_l2());
   SectoredTags::Result r;
