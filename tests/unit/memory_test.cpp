@@ -193,6 +193,17 @@ TEST_CASE("L2 tags: cleaning again from the kept list of dirty lines cleans what
   for (size_t i = 0; i < ka.writebacks.size(); ++i) CHECK(ka.writebacks[i].base == rb.writebacks[i].base);
 }
 
+TEST_CASE("L2 tags: an access or a dirtying after a cleaning drops the kept list of dirty lines", "[memory][l2]") {
+  SectoredTags l2(small_l2());
+  SectoredTags::Result r;
+  for (uint64_t line = 0; line < 64; ++line) l2.access(line * 128, 128, true, 0, r);
+  REQUIRE(l2.clean_oldest(1 << 20) == 64 * 4);  // all of it: the kept list is empty
+  for (uint64_t line = 100; line < 108; ++line) l2.access(line * 128, 128, true, 0, r);
+  CHECK(l2.clean_oldest(1 << 20) == 8 * 4);  // the 8 lines written since, found by a rescan
+  CHECK(l2.dirty_youngest(4 * 4) == 0);      // the 4 youngest lines, clean until now
+  CHECK(l2.clean_oldest(1 << 20) == 4 * 4);
+}
+
 TEST_CASE("L2 tags: dirtying the youngest lines marks only them and counts those already dirty", "[memory][l2]") {
   SectoredTags l2(small_l2());
   SectoredTags::Result r;
