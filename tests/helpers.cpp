@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -40,6 +41,12 @@ std::string temp_file(const std::string& text, const std::string& suffix) {
   close(fd);
   std::ofstream(buf.data()) << text;
   return buf.data();
+}
+
+std::string one_collective(const std::string& kind, double bytes, const std::string& extra) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", bytes);
+  return "xpusim_trace: 1\nops:\n  - {name: c, kind: " + kind + ", bytes: " + buf + extra + "}\n";
 }
 
 YAML::Node simulate(const std::string& config_path, const std::string& trace_text, const std::vector<std::string>& overrides) {

@@ -20,6 +20,8 @@ inline const std::string kH100 = source_path("configs/h100-sxm.yaml");
 inline double d(const YAML::Node& n) { return n.as<double>(); }
 // Writes `text` to a fresh temporary file with this name suffix and returns its path.
 std::string temp_file(const std::string& text, const std::string& suffix = ".yaml");
+// A trace of one collective named c: `kind`, `bytes` (a whole count) and `extra` keys (", algorithm: ring").
+std::string one_collective(const std::string& kind, double bytes, const std::string& extra = "");
 // Loads config + trace, simulates in a forked child, returns the parsed report.json.
 YAML::Node simulate(const std::string& config_path, const std::string& trace_text,
                     const std::vector<std::string>& overrides = {});

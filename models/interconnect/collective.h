@@ -7,19 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "models/interconnect/collective_names.h"
 #include "models/interconnect/fabric.h"
 #include "models/interconnect/interconnect_params.h"
 
 namespace xpusim {
-
-enum class CollectiveKind { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
-// one_shot and two_shot are a serving runtime's own all-reduce kernels rather than NCCL's
-// (p2p_all_reduce.h); `automatic` never picks them: a trace names them.
-enum class CollectiveAlgo { automatic, ring, tree, nvls, direct, one_shot, two_shot };
-enum class CollectiveProto { automatic, ll, ll128, simple };
-
-const char* collective_algo_name(CollectiveAlgo a);
-const char* collective_proto_name(CollectiveProto p);
 
 // nccl-tests' conversion from algorithm bandwidth (size / time) to bus bandwidth, the rate each
 // GPU's links must carry: 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and
@@ -56,8 +48,8 @@ struct CollectiveRun {
 };
 
 // The algorithm `automatic` resolves to by the system's structure (nvls where the switches reduce
-// and more than two GPUs take part, the ring or tree across domains, direct for pairwise
-// exchanges); choose() may still prefer the ring to nvls.
+// and more than two GPUs take part, the ring across domains, direct for pairwise exchanges);
+// choose() may still prefer the ring to nvls, and across domains the tree, nvls_tree or collnet.
 CollectiveAlgo resolve_algo(const Topology& t, const CollectiveJob& job);
 
 // The algorithm and protocol a collective runs, and the tuner's estimate that chose them.
@@ -68,8 +60,9 @@ struct Choice {
 };
 // What NCCL's tuner would run: the job's algorithm and protocol where it names them (else
 // collectives.protocol), and among the rest the least estimated time, latency + size / bandwidth
-// per algorithm and protocol. Where `auto` resolved to nvls, the ring competes with it; nvls runs
-// Simple only, as NCCL's does.
+// per algorithm and protocol. Where `auto` resolved to nvls, the ring competes with it; an
+// all-reduce across domains weighs the ring, the tree, nvls_tree and collnet (where each can run
+// it). In-switch algorithms run Simple only, as NCCL's do.
 Choice choose(const Topology& t, const CollectiveParams& p, const CollectiveJob& job);
 // The tuner's closed-form estimate (launch excluded).
 double estimate_s(const Topology& t, const CollectiveParams& p, const CollectiveJob& job, CollectiveAlgo algo,
@@ -87,7 +80,7 @@ struct CollectiveCtas {
   int registers = 0;        // per CTA
   double shared_bytes = 0;  // per CTA
 };
-CollectiveCtas collective_ctas(const CollectiveParams& p, const CollectiveJob& job, const Choice& c);
+CollectiveCtas collective_ctas(const Topology& t, const CollectiveParams& p, const CollectiveJob& job, const Choice& c);
 
 // Books the collective's transfers from `now` and returns when the last byte has landed.
 // Precondition: unsupported(f, job) is empty and every participant is reachable.

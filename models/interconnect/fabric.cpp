@@ -6,8 +6,11 @@
 
 namespace xpusim {
 
-Topology::Topology(const SystemParams& sys, const NvlinkParams& link, const NvswitchParams& sw, const NicParams& nic)
-    : sys_(sys), link_(link), sw_(sw), nic_(nic) {
+Topology::Topology(const SystemParams& sys, const NvlinkParams& link, const NvswitchParams& sw, const NicParams& nic,
+                   const NetworkParams& net)
+    : sys_(sys), link_(link), sw_(sw), nic_(nic), net_(net), fat_tree_(net.fat_tree()) {
+  if (fat_tree_) rails_ = net_.rails > 0 ? net_.rails : sys_.gpus_per_domain;
+  assert(sys_.gpus_per_domain % rails_ == 0);  // the config layer refuses rails that do not divide a domain
   working_.assign(static_cast<size_t>(sys_.gpus()), link_.links);
   for (const auto& [gpu, l] : sys_.failed_links) --working_[static_cast<size_t>(gpu)];
 }
@@ -20,12 +23,45 @@ bool Topology::reachable(int src, int dst) const {
 
 double Topology::latency(int src, int dst) const {
   if (src == dst) return 0;
-  if (domain_of(src) != domain_of(dst)) return nic_.latency_s;
-  return 2 * link_.latency_s + sw_.latency_s;
+  const double nvlink = 2 * link_.latency_s + sw_.latency_s;
+  if (domain_of(src) == domain_of(dst)) return nvlink;
+  const int via = nic_gpu(src, dst);
+  return (via != src ? nvlink : 0) + nic_.latency_s + (through_spine(src, dst) ? spine_latency() : 0);
+}
+
+int Topology::leaf_of(int gpu) const {
+  if (!fat_tree_) return 0;
+  return domain_of(gpu) / net_.domains_per_leaf * rails() + rail_of(gpu);
+}
+
+int Topology::leaves() const {
+  if (!fat_tree_) return 1;
+  return (sys_.domains + net_.domains_per_leaf - 1) / net_.domains_per_leaf * rails();
+}
+
+double Topology::uplink_rate() const {
+  const double nics = static_cast<double>(net_.domains_per_leaf) * (sys_.gpus_per_domain / rails());
+  return nics * nic_rate() / net_.oversubscription;
+}
+
+int Topology::nic_gpu(int src, int dst) const {
+  if (!fat_tree_ || !net_.pxn || domain_of(src) == domain_of(dst) || rail_of(src) == rail_of(dst)) return src;
+  // The GPU of the sender's domain on the receiver's rail, among the sender's own group of rails.
+  const int local = src % sys_.gpus_per_domain;
+  const int via = src - local + local / rails() * rails() + rail_of(dst);
+  return working_links(src) > 0 && working_links(via) > 0 ? via : src;
 }
 
 Fabric::Fabric(sc_core::sc_module_name name, const Topology& topo, StatRegistry& stats) : sc_module(name), topo_(topo) {
   const std::string base = this->name();
+  if (topo_.fat_tree())
+    for (int l = 0; l < topo_.leaves(); ++l) {
+      leaf_up_.emplace_back(topo_.uplink_rate());
+      leaf_down_.emplace_back(topo_.uplink_rate());
+      const std::string p = base + ".leaf" + std::to_string(l);
+      leaf_stats_.push_back(LeafStats{&stats.add(p + ".spine_tx_bytes", "bytes", "payload the leaf sent up to the spine"),
+                                      &stats.add(p + ".spine_rx_bytes", "bytes", "payload the leaf received from the spine")});
+    }
   for (int g = 0; g < topo_.gpus(); ++g) {
     const double rate = topo_.nvlink_rate(g);
     up_.emplace_back(rate > 0 ? rate : 1);  // a GPU without ports is never sent to (reachable())
@@ -40,36 +76,67 @@ Fabric::Fabric(sc_core::sc_module_name name, const Topology& topo, StatRegistry&
   }
 }
 
+double Fabric::send_network(double now, double ready, int via, int dst, double bytes, Traffic& t) {
+  const size_t s = static_cast<size_t>(via), d = static_cast<size_t>(dst);
+  const double tx_end = nic_tx_[s].reserve(now, ready, bytes);
+  double head = tx_end - bytes / nic_tx_[s].rate();  // when the first byte leaves the pipe last booked
+  double tail = tx_end;
+  if (topo_.leaf_of(via) != topo_.leaf_of(dst)) {
+    // Through the spine: the sender's leaf's uplinks, then the spine and the receiver's leaf (two
+    // more switches) and that leaf's downlinks, cut through.
+    const size_t lu = static_cast<size_t>(topo_.leaf_of(via)), ld = static_cast<size_t>(topo_.leaf_of(dst));
+    const double up_end = leaf_up_[lu].reserve(now, head, bytes);
+    const double up_start = up_end - bytes / leaf_up_[lu].rate();
+    const double down_end = leaf_down_[ld].reserve(now, up_start + topo_.spine_latency(), bytes);
+    head = down_end - bytes / leaf_down_[ld].rate();
+    tail = std::max(tail + topo_.spine_latency(), down_end);
+    t.add(t.leaf_up, static_cast<int>(lu), bytes);
+    t.add(t.leaf_down, static_cast<int>(ld), bytes);
+    leaf_stats_[lu].up->value += bytes;
+    leaf_stats_[ld].down->value += bytes;
+  }
+  const double rx_end = nic_rx_[d].reserve(now, head + topo_.nic_latency(), bytes);
+  t.nic_bytes += bytes;
+  t.add(t.nic_tx, via, bytes);
+  t.add(t.nic_rx, dst, bytes);
+  stats_[s].nic_tx->value += bytes;
+  stats_[d].nic_rx->value += bytes;
+  return std::max(rx_end, tail + topo_.nic_latency());
+}
+
 double Fabric::send(double now, double ready, int src, int dst, double bytes, Traffic& t) {
+  return stream(now, ready, ready, src, dst, bytes, t).last;
+}
+
+Fabric::Landing Fabric::stream(double now, double first, double last, int src, int dst, double bytes, Traffic& t) {
   assert(topo_.reachable(src, dst));
-  if (src == dst || bytes <= 0) return ready;
+  if (src == dst || bytes <= 0) return {first, last};
   const size_t s = static_cast<size_t>(src), d = static_cast<size_t>(dst);
   if (topo_.domain_of(src) != topo_.domain_of(dst)) {
-    const double tx_end = nic_tx_[s].reserve(now, ready, bytes);
-    const double tx_start = tx_end - bytes / nic_tx_[s].rate();
-    const double rx_end = nic_rx_[d].reserve(now, tx_start + topo_.nic_latency(), bytes);
-    t.nic_bytes += bytes;
-    t.add(t.nic_tx, src, bytes);
-    t.add(t.nic_rx, dst, bytes);
-    stats_[s].nic_tx->value += bytes;
-    stats_[d].nic_rx->value += bytes;
-    return std::max(rx_end, tx_end + topo_.nic_latency());
+    // PXN: to the GPU on the receiver's rail over NVLink first, then out of its NIC.
+    const int via = topo_.nic_gpu(src, dst);
+    const double at_nic = via == src ? last : send(now, last, src, via, bytes, t);
+    const double landed = send_network(now, at_nic, via, dst, bytes, t);
+    return {landed, landed};
   }
   // Cut-through: the switch forwards bytes as they arrive, so the destination's ports carry the
-  // transfer one link-and-switch latency behind the source's.
-  const double up_end = up_[s].reserve(now, ready, bytes);
-  const double up_start = up_end - bytes / up_[s].rate();
+  // transfer one link-and-switch latency behind the source's; the last byte leaves no earlier
+  // than it came.
+  const double up_booked = up_[s].reserve(now, first, bytes);
+  const double up_start = up_booked - bytes / up_[s].rate();
+  const double up_end = std::max(up_booked, last);
   const double hop = topo_.link_latency() + topo_.switch_latency();
-  const double down_end = down_[d].reserve(now, up_start + hop, bytes);
+  const double down_booked = down_[d].reserve(now, up_start + hop, bytes);
   t.nvlink_bytes += 2 * bytes;
   t.add(t.nvlink_tx, src, bytes);
   t.add(t.nvlink_rx, dst, bytes);
   stats_[s].nvlink_tx->value += bytes;
   stats_[d].nvlink_rx->value += bytes;
-  return std::max(down_end, up_end + hop) + topo_.link_latency();
+  return {down_booked - bytes / down_[d].rate() + topo_.link_latency(),
+          std::max(down_booked, up_end + hop) + topo_.link_latency()};
 }
 
-double Fabric::nvls_hop(BandwidthResource& pipe, std::vector<double>& per_gpu, Stat* stat, double now, double ready,
+double Fabric::nvls_hop(LinkPipe& pipe, std::vector<double>& per_gpu, Stat* stat, double now, double ready,
                         int gpu, double bytes, Traffic& t) {
   t.nvlink_bytes += bytes;
   t.add(per_gpu, gpu, bytes);
@@ -85,6 +152,33 @@ double Fabric::up(double now, double ready, int gpu, double bytes, Traffic& t) {
 double Fabric::down(double now, double ready, int gpu, double bytes, Traffic& t) {
   const size_t g = static_cast<size_t>(gpu);
   return nvls_hop(down_[g], t.nvlink_rx, stats_[g].nvlink_rx, now, ready, gpu, bytes, t);
+}
+
+double Fabric::nic_up(double now, double ready, int gpu, double bytes, Traffic& t) {
+  const size_t g = static_cast<size_t>(gpu);
+  t.nic_bytes += bytes;
+  t.add(t.nic_tx, gpu, bytes);
+  stats_[g].nic_tx->value += bytes;
+  return nic_tx_[g].reserve(now, ready, bytes);
+}
+
+double Fabric::nic_down(double now, double ready, int gpu, double bytes, Traffic& t) {
+  const size_t g = static_cast<size_t>(gpu);
+  t.add(t.nic_rx, gpu, bytes);
+  stats_[g].nic_rx->value += bytes;
+  return nic_rx_[g].reserve(now, ready, bytes);
+}
+
+double Fabric::leaf_up(double now, double ready, int leaf, double bytes, Traffic& t) {
+  t.add(t.leaf_up, leaf, bytes);
+  leaf_stats_[static_cast<size_t>(leaf)].up->value += bytes;
+  return leaf_up_[static_cast<size_t>(leaf)].reserve(now, ready, bytes);
+}
+
+double Fabric::leaf_down(double now, double ready, int leaf, double bytes, Traffic& t) {
+  t.add(t.leaf_down, leaf, bytes);
+  leaf_stats_[static_cast<size_t>(leaf)].down->value += bytes;
+  return leaf_down_[static_cast<size_t>(leaf)].reserve(now, ready, bytes);
 }
 
 }  // namespace xpusim

@@ -43,6 +43,26 @@ struct NicParams {
   double efficiency = 1;  // payload share of the line rate
 };
 
+// The network that joins the domains' NICs. `nonblocking`: every NIC reaches every other at its
+// line rate through one switch (nic.latency). `fat_tree`: a two-tier tree of leaf and spine
+// switches. A leaf takes the NICs of `domains_per_leaf` domains (a scalable unit); with `rails`
+// leaves per unit (rail-optimised), NIC i of a domain lands on leaf i mod rails, so traffic
+// between GPUs of one rail index stays on its leaf. Traffic between leaves climbs to the spine
+// through the leaf's uplinks, whose rate is its NICs' line rate over `oversubscription`, and
+// crosses two more switches. A transfer to a GPU on another rail first moves over NVLink to the
+// sending domain's GPU on the receiver's rail (NCCL's PXN) where `pxn` is set, and climbs to the
+// spine otherwise.
+struct NetworkParams {
+  std::string topology = "nonblocking";  // nonblocking or fat_tree
+  int rails = 0;                  // leaves per scalable unit; 0: one per GPU of a domain
+  int domains_per_leaf = 32;      // domains whose NICs (of one rail) share a leaf
+  double oversubscription = 1;    // a leaf's line rate down over its uplinks' rate
+  double switch_latency_s = 0.2e-6;  // one switch's port-to-port latency (each hop through the spine adds two)
+  bool pxn = true;                // cross-rail sends go over NVLink to the rail's GPU first
+  bool sharp = false;             // the switches reduce in the network (SHARP): enables collnet
+  bool fat_tree() const { return topology == "fat_tree"; }
+};
+
 // One of NCCL's protocols: how a step's data and the flag that says it has landed cross a hop.
 // LL stores 8 bytes at a time, 4 of data and 4 of flag, so a line is usable the moment it lands;
 // LL128 stores 128-byte lines of 120 bytes of data and an 8-byte flag; Simple moves plain data and
@@ -62,6 +82,7 @@ struct CollectiveParams {
   int nvls_channels = 16;  // CTAs of an nvls collective
   bool occupy_sms = true;  // a collective's CTAs hold SMs while it runs (collective_ctas)
   double nvls_latency_s = 0;  // fixed cost of an nvls all-reduce beyond launch_s (its warps' hand-offs); the tuner weighs it too
+  double sharp_latency_s = 0;  // fixed cost of a collnet all-reduce's step through the network beyond launch_s; weighed too
   double p2p_launch_s = 0;  // one_shot and two_shot: a plain kernel's start and end (they need no NCCL handshake)
   std::string protocol = "auto";  // auto (the fastest by the tuner's estimate), ll, ll128 or simple
   ProtocolParams ll, ll128, simple;  // simple.slice_bytes is slice_bytes

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "models/interconnect/algorithm.h"
+
 namespace xpusim {
 namespace {
 
@@ -76,6 +78,53 @@ double p2p_estimate_s(const Topology& t, const CollectiveJob& job, CollectiveAlg
   // barrier one more.
   if (algo == CollectiveAlgo::one_shot) return job.copy_in_s + (job.copy_in ? 3 : 4) * lat + (n - 1) * job.bytes / rate;
   return job.copy_in_s + 6 * lat + 2.0 * (n - 1) / n * job.bytes / rate;
+}
+
+namespace {
+
+// A runtime's own kernel: no NCCL protocol, its own launch, its loads booked by run_one_shot or
+// run_two_shot.
+class PeerToPeer : public Algorithm {
+ public:
+  explicit PeerToPeer(CollectiveAlgo a) : a_(a) {}
+  CollectiveAlgo id() const override { return a_; }
+  std::string unsupported(const Topology& f, const CollectiveJob& job) const override {
+    if (std::string why = kind_refusal(a_, job, true); !why.empty()) return why;
+    if (job.proto == CollectiveProto::ll || job.proto == CollectiveProto::ll128)
+      return std::string("algorithm ") + collective_algo_name(a_) + " is a runtime's own kernel and has no NCCL protocol; "
+             "leave protocol out (or simple), not " + collective_proto_name(job.proto);
+    if (!one_domain(f, job.gpus))
+      return std::string("algorithm ") + collective_algo_name(a_) +
+             " loads from its peers' memory over NVLink, within one NVLink domain; these devices span several";
+    return "";
+  }
+  bool simple_only() const override { return true; }
+  double estimate_s(const Topology& f, const CollectiveParams&, const CollectiveJob& job, CollectiveProto) const override {
+    return p2p_estimate_s(f, job, a_);
+  }
+  double start_s(const Topology&, const CollectiveParams& p, const CollectiveJob&, CollectiveProto,
+                 double now) const override {
+    return now + p.p2p_launch_s;
+  }
+  double run(Fabric& f, const CollectiveParams&, const Wire&, const CollectiveJob& job, double now, double start,
+             CollectiveRun& r) const override {
+    return a_ == CollectiveAlgo::one_shot ? run_one_shot(f, job, now, start, r) : run_two_shot(f, job, now, start, r);
+  }
+
+ private:
+  CollectiveAlgo a_;
+};
+
+}  // namespace
+
+const Algorithm& one_shot_algorithm() {
+  static const PeerToPeer a(CollectiveAlgo::one_shot);
+  return a;
+}
+
+const Algorithm& two_shot_algorithm() {
+  static const PeerToPeer a(CollectiveAlgo::two_shot);
+  return a;
 }
 
 }  // namespace xpusim

@@ -34,6 +34,7 @@ struct GpuConfig {
   NvlinkParams nvlink;
   NvswitchParams nvswitch;
   NicParams nic;
+  NetworkParams network;
   CollectiveParams collectives;
 };
 

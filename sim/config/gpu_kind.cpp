@@ -68,6 +68,24 @@ void check_consistency(const LoadedConfig& cfg) {
       bad("nvswitch.ports", "too few: " + std::to_string(sys.gpus_per_domain) + " GPUs x " + std::to_string(per_chip) +
                                 " links each need " + std::to_string(per_chip * sys.gpus_per_domain) + " ports on a switch chip");
   }
+  const NetworkParams& net = g.network;
+  // What shapes a fat tree means nothing to a non-blocking network: a value other than the
+  // default there is refused rather than ignored (a resolved config, which writes the defaults
+  // out, loads again).
+  if (!net.fat_tree()) {
+    const NetworkParams plain;
+    const std::pair<const char*, bool> shaped[] = {
+        {"network.rails", net.rails != plain.rails},
+        {"network.domains_per_leaf", net.domains_per_leaf != plain.domains_per_leaf},
+        {"network.oversubscription", net.oversubscription != plain.oversubscription},
+        {"network.switch_latency", std::abs(net.switch_latency_s - plain.switch_latency_s) > 1e-15},
+        {"network.pxn", net.pxn != plain.pxn}};
+    for (const auto& [key, set] : shaped)
+      if (set) bad(key, "shapes a fat tree, and network.topology is " + net.topology + " (set network.topology: fat_tree)");
+  }
+  if (net.fat_tree() && net.rails > 0 && sys.gpus_per_domain % net.rails != 0)
+    bad("network.rails", "must divide system.gpus_per_domain (" + std::to_string(sys.gpus_per_domain) +
+                             "): a domain's NICs spread evenly over the rails");
 }
 
 // Parses system.failed_links ("gpu:link") into pairs, each checked against the system.

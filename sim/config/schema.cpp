@@ -71,6 +71,30 @@ void add_system_sections(Schema& s, Locate gpu) {
       .quantity("latency", &NicParams::latency_s, Dim::Time, def("3 us"), between(0, 1e-2),
                 "One-way GPU-to-GPU latency through adapters and network switches (default: within the 1-5 us of shared/reference/hardware.md)")
       .number("efficiency", &NicParams::efficiency, def("1"), between(0.01, 1), "Payload share of the line rate (default 1: none lost)");
+  section<NetworkParams>(s, "network", "The network between domains: non-blocking, or a rail-optimised fat tree of leaf and spine switches",
+                         [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->network; })
+      .choice("topology", &NetworkParams::topology, {"nonblocking", "fat_tree"}, def("nonblocking"),
+              "nonblocking: every NIC reaches every other at its line rate through one switch (nic.latency); fat_tree: "
+              "leaves of domains_per_leaf domains' NICs (per rail) joined by spine switches through uplinks at "
+              "1/oversubscription of the leaf's line rate")
+      .integer("rails", &NetworkParams::rails, def("0"), between(0, 576),
+               "fat_tree: leaves per group of domains; NIC i of a domain lands on leaf i mod rails (0: one leaf per GPU "
+               "of a domain, fully rail-optimised; 1: a domain's NICs on one leaf)")
+      .integer("domains_per_leaf", &NetworkParams::domains_per_leaf, def("32"), between(1, 4096),
+               "fat_tree: domains whose NICs (of one rail) share a leaf switch (default: DGX SuperPOD's scalable unit of "
+               "32 DGX H100 nodes)")
+      .number("oversubscription", &NetworkParams::oversubscription, def("1"), between(1, 64),
+              "fat_tree: a leaf's line rate towards its NICs over its uplinks' rate to the spine (default 1: non-blocking)")
+      .quantity("switch_latency", &NetworkParams::switch_latency_s, Dim::Time, def("0.2 us"), between(0, 1e-3),
+                "fat_tree: port-to-port latency of one network switch; a transfer through the spine crosses two more "
+                "than nic.latency counts")
+      .flag("pxn", &NetworkParams::pxn, def("true"),
+            "fat_tree: a send to a GPU on another rail first moves over NVLink to the sender's domain's GPU on the "
+            "receiver's rail, and leaves through its NIC (NCCL's PXN, on by default since 2.12); false: it climbs to the spine")
+      .flag("sharp", &NetworkParams::sharp, def("false"),
+            "The network's switches reduce (InfiniBand SHARP): enables the collnet all-reduce, each GPU's share "
+            "sent once to its leaf and the result returned, the leaves reducing again through the spine (default "
+            "false, as NCCL's NCCL_COLLNET_ENABLE)");
   section<CollectiveParams>(s, "collectives", "How collectives are cut into pipelined transfers",
                             [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->collectives; })
       .quantity("slice", &CollectiveParams::slice_bytes, Dim::Size, def("512 KiB"), between(1, 1e12),
@@ -102,6 +126,12 @@ void add_system_sections(Schema& s, Locate gpu) {
                 "which its pipeline of slices does not book. The run pays it and `auto` weighs it against the ring, so "
                 "small all-reduces run the ring (LL) as NCCL's do (default: NCCL's own figure for NVLS, src/graph/tuning.cc "
                 "hwLatencies NVLink NVLS Simple 25 us, 2.19-2.29, also printed by NCCL_DEBUG_SUBSYS=TUNING)")
+      .quantity("sharp_latency", &CollectiveParams::sharp_latency_s, Dim::Time, def("18 us"), between(0, 1),
+                "Fixed cost of a collnet all-reduce's step through the network beyond collectives.launch (and "
+                "nvls_latency inside a domain): its proxies' posts to the network and the switches' aggregation set-up, "
+                "which the pipeline of slices does not book. The run pays it and `auto` weighs it (default: NCCL's own "
+                "figure for multi-node NVLS over the network, src/graph/tuning.cc hwLatencies NET NVLS Simple 18 us, "
+                "2.18-2.30)")
       .choice("protocol", &CollectiveParams::protocol, {"auto", "ll", "ll128", "simple"}, def("auto"),
               "NCCL protocol of ring, tree and direct collectives: auto (the least estimated time: latency + size / "
               "bandwidth per protocol, as NCCL's tuner weighs them: LL at a quarter of Simple's bandwidth on a ring "

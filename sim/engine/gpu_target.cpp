@@ -40,22 +40,12 @@ CollectiveKind collective_kind(trace::OpKind k) {
   }
 }
 
-CollectiveAlgo collective_algo(const std::string& a) {
-  if (a == "ring") return CollectiveAlgo::ring;
-  if (a == "tree") return CollectiveAlgo::tree;
-  if (a == "nvls") return CollectiveAlgo::nvls;
-  if (a == "direct") return CollectiveAlgo::direct;
-  if (a == "one_shot") return CollectiveAlgo::one_shot;
-  if (a == "two_shot") return CollectiveAlgo::two_shot;
-  return CollectiveAlgo::automatic;
-}
-
 // `hbm_rate`: the GPU's HBM bandwidth, B/s, which a kernel's copy of its input (copy_in) reads
 // and writes at.
 CollectiveJob job_of(const trace::Op& op, const std::vector<int>& devices, double hbm_rate) {
   CollectiveJob j;
   j.kind = collective_kind(op.kind);
-  j.algo = collective_algo(op.algorithm);
+  j.algo = collective_algo_named(op.algorithm);
   j.proto = op.protocol == "ll"      ? CollectiveProto::ll
             : op.protocol == "ll128" ? CollectiveProto::ll128
             : op.protocol == "simple" ? CollectiveProto::simple
@@ -146,7 +136,7 @@ void add_holds(const config::LoadedConfig& cfg, const Fabric& fabric, const OpRe
                DriverOp& dop) {
   const config::GpuConfig& g = cfg.chip.gpu;
   if (!g.collectives.occupy_sms) return;
-  const CollectiveCtas c = collective_ctas(g.collectives, r.job, choose(fabric.topo(), g.collectives, r.job));
+  const CollectiveCtas c = collective_ctas(fabric.topo(), g.collectives, r.job, choose(fabric.topo(), g.collectives, r.job));
   const CtaResources room{c.threads, c.registers, c.shared_bytes};
   if (c.ctas <= 0 || occupancy(g.sm, room) == 0) return;
   for (int d : r.devices)
@@ -229,7 +219,7 @@ void inject_faults(const trace::Trace& t, std::vector<std::vector<KernelRun>>& r
 
 }  // namespace
 
-Topology topology(const config::GpuConfig& g) { return Topology(g.system, g.nvlink, g.nvswitch, g.nic); }
+Topology topology(const config::GpuConfig& g) { return Topology(g.system, g.nvlink, g.nvswitch, g.nic, g.network); }
 
 Placement place(const config::LoadedConfig& cfg, const trace::Trace& t) {
   Placement p;

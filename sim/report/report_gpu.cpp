@@ -113,12 +113,14 @@ Report build_gpu(const config::LoadedConfig& cfg, const trace::Trace& t, const e
       m.algbw = m.time_s > 0 ? op.bytes / m.time_s : 0;
       m.busbw = m.algbw * m.bus_factor;
       bool cross = false;
+      int first_domain = 0;  // the participants in the first one's domain: their NICs leave it
       m.link_payload_bw = std::numeric_limits<double>::infinity();
       for (int d : res.devices) {
         cross = cross || topo.domain_of(d) != topo.domain_of(res.devices.front());
+        first_domain += topo.domain_of(d) == topo.domain_of(res.devices.front());
         m.link_payload_bw = std::min(m.link_payload_bw, topo.nvlink_rate(d));
       }
-      if (cross) m.link_payload_bw = std::min(m.link_payload_bw, topo.nic_rate() * c.channels);
+      if (cross) m.link_payload_bw = std::min(m.link_payload_bw, topo.nic_rate() * first_domain);
       // Per GPU, as a compute op's figures are: each participant's share of the traffic.
       m.nvlink_bytes = c.traffic.nvlink_bytes / n;
       m.nic_bytes = c.traffic.nic_bytes / n;
@@ -140,9 +142,15 @@ Report build_gpu(const config::LoadedConfig& cfg, const trace::Trace& t, const e
       };
       m.nvlink_util = std::max(busiest(c.traffic.nvlink_tx, true), busiest(c.traffic.nvlink_rx, true));
       m.nic_util = std::max(busiest(c.traffic.nic_tx, false), busiest(c.traffic.nic_rx, false));
-      m.bound = std::max(m.nvlink_util, m.nic_util) < kSaturated ? "latency"
-                : m.nic_util >= m.nvlink_util                    ? "network (NIC) bandwidth"
-                                                                 : "NVLink bandwidth";
+      // A fat tree's leaf uplinks, where traffic climbed to the spine.
+      double spine_util = 0;
+      if (topo.fat_tree())
+        for (const auto* v : {&c.traffic.leaf_up, &c.traffic.leaf_down})
+          for (double b : *v) spine_util = std::max(spine_util, b / tt / topo.uplink_rate());
+      m.bound = std::max({m.nvlink_util, m.nic_util, spine_util}) < kSaturated ? "latency"
+                : spine_util > std::max(m.nic_util, m.nvlink_util)            ? "network (spine) bandwidth"
+                : m.nic_util >= m.nvlink_util                                 ? "network (NIC) bandwidth"
+                                                                              : "NVLink bandwidth";
       // Mirrored copies (`mirrors`) move what this one moved on their own GPUs.
       const double copies = 1.0 + op.mirrors;
       op_counters[i].nvlink_bytes = c.traffic.nvlink_bytes / n * copies;

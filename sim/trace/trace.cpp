@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "models/interconnect/collective_names.h"
 #include "sim/config/config_loader.h"
 #include "sim/config/limits.h"
 #include "sim/config/units.h"
@@ -22,6 +23,13 @@
 
 namespace xpusim::trace {
 namespace {
+
+// The collective algorithms a trace may name, from the models' one list of them.
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> out;
+  for (const auto& [id, name] : collective_algo_names()) out.push_back(name);
+  return out;
+}
 
 using namespace detail;  // the field readers (trace_fields.h)
 
@@ -291,7 +299,7 @@ class Parser {
         }
         if (!(o.bytes >= 0 && o.bytes <= kMaxCollectiveBytes)) fail(cx.at(b), path + ".bytes", "must be between 0 and 1024 TiB");
         if (const YAML::Node a = n["algorithm"])
-          o.algorithm = get_choice(cx, a, path + ".algorithm", {"auto", "ring", "tree", "nvls", "direct", "one_shot", "two_shot"});
+          o.algorithm = get_choice(cx, a, path + ".algorithm", algorithm_names());
         if (const YAML::Node ci = n["copy_in"]) {
           o.copy_in = get_bool(cx, ci, path + ".copy_in");
           if (o.copy_in && o.algorithm != "one_shot" && o.algorithm != "two_shot")

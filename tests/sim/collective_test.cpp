@@ -24,9 +24,7 @@ const std::string kNvl72 = source_path("configs/systems/gb200-nvl72.yaml");
 
 std::string one_op(const std::string& op) { return "xpusim_trace: 1\nops:\n  - " + op + "\n"; }
 std::string coll(const std::string& kind, double bytes, const std::string& extra = "") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.0f", bytes);
-  return one_op("{name: c, kind: " + kind + ", bytes: " + buf + extra + "}");
+  return xpusim::testing::one_collective(kind, bytes, extra);
 }
 
 // Seconds from the resolved config's values, as the model reads them.
@@ -273,7 +271,7 @@ TEST_CASE("system config and placement errors name the key or the op", "[sim][co
 }
 
 TEST_CASE("across NVLink domains a ring runs one channel per NIC and is bound by the network", "[sim][collective]") {
-  const YAML::Node r = simulate(kDgx, coll("all_reduce", 1073741824.0), {"system.domains=2"});
+  const YAML::Node r = simulate(kDgx, coll("all_reduce", 1073741824.0, ", algorithm: ring"), {"system.domains=2"});
   const YAML::Node op = r["ops"][0];
   CHECK(r["system"]["gpus"].as<int>() == 16);
   CHECK(op["bound"].as<std::string>() == "network (NIC) bandwidth");
@@ -392,6 +390,7 @@ TEST_CASE("a runtime's own all-reduce: one-shot loads every peer's buffer, two-s
 TEST_CASE("a collective's CTAs are NCCL's: one per channel, fewer for small sizes, 16 for nvls", "[sim][collective]") {
   const auto cfg = xpusim::config::load_config(kDgx);
   const xpusim::CollectiveParams& p = cfg.chip.gpu.collectives;
+  const xpusim::Topology topo = xpusim::engine::topology(cfg.chip.gpu);
   REQUIRE(p.channels == 24);
   REQUIRE(p.nvls_channels == 16);
   xpusim::CollectiveJob job;
@@ -401,7 +400,7 @@ TEST_CASE("a collective's CTAs are NCCL's: one per channel, fewer for small size
   using P = xpusim::CollectiveProto;
   auto ctas = [&](double bytes, A a, P q) {
     job.bytes = bytes;
-    return xpusim::collective_ctas(p, job, xpusim::Choice{a, q, 0});
+    return xpusim::collective_ctas(topo, p, job, xpusim::Choice{a, q, 0});
   };
   const auto big = ctas(1 << 30, A::ring, P::simple);
   CHECK(big.ctas == 24);

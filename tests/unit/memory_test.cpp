@@ -225,6 +225,7 @@ namespace {
 struct ReferenceCalendar {
   double rate;
   std::vector<std::pair<double, double>> busy;
+  size_t max = BandwidthResource::kMaxIntervals;
   double reserve(double now, double arrival, double bytes) {
     const double duration = bytes / rate;
     while (!busy.empty() && busy.front().second <= now) busy.erase(busy.begin());
@@ -243,7 +244,7 @@ struct ReferenceCalendar {
         ++j;
       }
     }
-    if (busy.size() > BandwidthResource::kMaxIntervals) {
+    if (busy.size() > max) {
       size_t best = 0;
       for (size_t j = 1; j + 1 < busy.size(); ++j)
         if (busy[j + 1].first - busy[j].second < busy[best + 1].first - busy[best].second) best = j;
@@ -269,6 +270,33 @@ TEST_CASE("bandwidth resource: the in-object calendar books as a plain first-fit
     REQUIRE(pipe.reserve(now, arrival, bytes) == ref.reserve(now, arrival, bytes));
   }
   CHECK(pipe.horizon() == ref.busy.back().second);
+}
+
+TEST_CASE("link pipe: a calendar that grows books as a first-fit list of 8,192 intervals does", "[memory][resource]") {
+  // A clock that barely moves: thousands of intervals stay booked, as a collective over hundreds
+  // of GPUs leaves them on each port, and the calendar grows (and moves to the front) as it fills.
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> ahead(0, 2e-3), size(1, 100);
+  LinkPipe pipe(1e9);
+  ReferenceCalendar ref{1e9, {}, LinkPipe::kMaxIntervals};
+  double now = 0;
+  size_t most = 0;
+  for (int i = 0; i < 30000; ++i) {
+    if (i % 50 == 0) now += 1e-7;
+    const double arrival = now + ahead(rng), bytes = size(rng);
+    REQUIRE(pipe.reserve(now, arrival, bytes) == ref.reserve(now, arrival, bytes));
+    most = std::max(most, ref.busy.size());
+  }
+  CHECK(most == LinkPipe::kMaxIntervals);  // it filled, and gave up gaps beyond its bound
+  // Where a pipe of 64 intervals has given up an early gap, the link pipe still has it.
+  BandwidthResource small(1e9);
+  LinkPipe large(1e9);
+  for (int i = 0; i < 200; ++i) {
+    small.reserve(0, i * 1e-6, 10);
+    large.reserve(0, i * 1e-6, 10);
+  }
+  CHECK(large.reserve(0, 0, 100) == Approx(110e-9));  // the gap after the first interval
+  CHECK(small.reserve(0, 0, 100) > 110e-9);
 }
 
 TEST_CASE("tags: misses and dirty evictions come back as merged byte ranges", "[memory][tags]") {
