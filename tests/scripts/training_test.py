@@ -410,12 +410,17 @@ class Representative(unittest.TestCase):
         self.assertEqual(len(full["system"]["simulated_gpus"]), 8)
         self.assertAlmostEqual(rep["total"]["time_s"] / full["total"]["time_s"], 1.0, delta=0.02)
         self.assertAlmostEqual(rep["total"]["flops"] / full["total"]["flops"], 1.0, delta=1e-9)
-        # The first replica's TP collectives and sends standing for both replicas': the same step,
-        # the same traffic, half the collectives simulated.
+        # The first replica's TP collectives and sends standing for both replicas', and TP rank
+        # 0's data-parallel collectives for rank 1's: the same step, the same traffic, half the
+        # collectives simulated.
         m = generate(self.args + ["--mirror-replicas"])
         mirrored = [o for _, o in ops_of(m) if o.get("mirrors")]
-        self.assertTrue(mirrored and all(o["mirrors"] == 1 for o in mirrored))
-        self.assertTrue(all(max(o["devices"]) < 4 for o in mirrored))  # the first replica's GPUs, 0-3
+        replica = [o for o in mirrored if max(o["devices"]) < 4]  # the first replica's GPUs, 0-3
+        rank0 = [o for o in mirrored if max(o["devices"]) >= 4]  # over both replicas: TP rank 0's GPUs
+        self.assertTrue(replica and all(o["mirrors"] == 1 for o in replica))
+        self.assertTrue(rank0 and all(o["mirrors"] == 1 and all(g % 2 == 0 for g in o["devices"]) for o in rank0))
+        self.assertFalse([o for _, o in ops_of(m) if o["kind"] in ("reduce_scatter", "all_gather", "all_reduce")
+                          and max(o["devices"]) >= 4 and not o.get("mirrors")])  # no TP rank 1's left
         rc, mir = run(m, sets=["system.detail=representative"])
         self.assertEqual(rc, 0, mir)
         self.assertAlmostEqual(mir["total"]["time_s"] / rep["total"]["time_s"], 1.0, delta=0.02)

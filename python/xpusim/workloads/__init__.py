@@ -117,9 +117,10 @@ def parser():
                          "padded (default: dropless and balanced)")
     tr.add_argument("--mirror-replicas", action="store_true",
                     help="with --dp: the tensor-parallel collectives, all-to-alls and pipeline sends of the first "
-                         "replica only, standing for every replica's (`mirrors`); with system.detail representative "
-                         "a step on thousands of GPUs simulates one replica's traffic and the data-parallel "
-                         "collectives over all")
+                         "replica only, standing for every replica's, and the data-parallel collectives of TP rank 0 "
+                         "only, standing for every rank's (`mirrors`); with system.detail representative a step on "
+                         "thousands of GPUs simulates one replica's traffic and one rank's data-parallel collectives "
+                         "over all replicas")
     tr.add_argument("--grad-accumulation", choices=TRAINING.GRAD_ACCUMULATION, default="fused",
                     help="how each weight gradient reaches the fp32 gradient buffer: fused (default; the "
                          "weight-gradient GEMM adds into it, Megatron-LM's gradient-accumulation fusion and "

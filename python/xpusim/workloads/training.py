@@ -143,19 +143,21 @@ def build_training(c, a):
         experts (one group per EP rank)."""
         out = []
         if lay.dp > 1 and nbytes:
-            out += [{"name": f"{name}.t{t}" if a.tp > 1 else name, "kind": zero_tag, "bytes": int(nbytes),
-                     "devices": dev(lay.dp_group(s, t)), "stream": 2, "deps": after} for t in range(a.tp)]
+            out += _per_tp_rank(a, [{"name": f"{name}.t{t}" if a.tp > 1 else name, "kind": zero_tag, "bytes": int(nbytes),
+                                     "devices": dev(lay.dp_group(s, t)), "stream": 2, "deps": after}
+                                    for t in _tp_ranks(a)])
         if lay.dp // a.ep > 1 and expert_bytes:
-            out += [{"name": f"{name}_experts.e{e}.t{t}", "kind": zero_tag, "bytes": int(expert_bytes),
-                     "devices": dev([lay.gpu(r, s, t) for r in range(e, lay.dp, a.ep)]), "stream": 2, "deps": after}
-                    for e in range(a.ep) for t in range(a.tp)]
+            out += _per_tp_rank(a, [{"name": f"{name}_experts.e{e}.t{t}", "kind": zero_tag, "bytes": int(expert_bytes),
+                                     "devices": dev([lay.gpu(r, s, t) for r in range(e, lay.dp, a.ep)]), "stream": 2,
+                                     "deps": after}
+                                    for e in range(a.ep) for t in _tp_ranks(a)])
         return out
 
     def gather_params(s, nbytes, name):
         if lay.dp == 1:
             return []
-        return [{"name": f"{name}.t{t}" if a.tp > 1 else name, "kind": "all_gather", "bytes": int(nbytes),
-                 "devices": dev(lay.dp_group(s, t))} for t in range(a.tp)]
+        return _per_tp_rank(a, [{"name": f"{name}.t{t}" if a.tp > 1 else name, "kind": "all_gather", "bytes": int(nbytes),
+                                 "devices": dev(lay.dp_group(s, t))} for t in _tp_ranks(a)])
 
     last_chunk = lay.chunks - 1
     # The last backward of each (stage, chunk): its layers' gradients are reduced then.
@@ -259,8 +261,9 @@ def build_training(c, a):
                     if lay.dp > 1 and lay.pp > 1 and last_b.get((s, cl)) == m:
                         # The embedding's gradients (one pipeline stage only: the LM head's copy,
                         # reduced with the last stage's, is the same tensor).
-                        ops += dp_reduce(s, head_params * grad_bytes, [f"{name}.embedding_grad"], f"{name}.embed_grad_reduce")
-                        dp_tail[s] = [o["name"] for o in ops[-a.tp:]]
+                        reduce = dp_reduce(s, head_params * grad_bytes, [f"{name}.embedding_grad"], f"{name}.embed_grad_reduce")
+                        ops += reduce
+                        dp_tail[s] = [o["name"] for o in reduce]
                 else:
                     ops += send("B", m, j, s, lay.stage_of(j - 1), [tail])
     # The optimiser step on each stage once its gradients are reduced, as Megatron-LM's fused Adam
@@ -294,14 +297,30 @@ def _base(name):
     return head if head and tail.isdigit() else name
 
 
+def _tp_ranks(a):
+    """The TP ranks whose data-parallel collectives the trace holds: every one, or with
+    --mirror-replicas rank 0's alone (_per_tp_rank)."""
+    return range(1) if a.mirror_replicas else range(a.tp)
+
+
+def _per_tp_rank(a, ops):
+    """With --mirror-replicas, rank 0's data-parallel collectives stand for the other TP ranks'
+    (`mirrors`): those run the same bytes at the same time over their own GPUs, ports and NICs
+    (GPU t of each replica's stage), which no other rank's collective shares."""
+    if a.mirror_replicas and a.tp > 1:
+        for op in ops:
+            op["mirrors"] = a.tp - 1
+    return ops
+
+
 def _expand(ops, lay, s, a):
     """ZeRO-3's parameter all-gather (a placeholder `all_gather_dp` in the body): one per TP
     rank over the replicas, inline before the layer's compute (not prefetched)."""
     out = []
     for op in ops:
         if op["kind"] == "all_gather_dp":
-            out += [{"name": f"param_ag.t{t}" if a.tp > 1 else "param_ag", "kind": "all_gather", "bytes": int(op["bytes"]),
-                     "devices": dev(lay.dp_group(s, t))} for t in range(a.tp)]
+            out += _per_tp_rank(a, [{"name": f"param_ag.t{t}" if a.tp > 1 else "param_ag", "kind": "all_gather",
+                                     "bytes": int(op["bytes"]), "devices": dev(lay.dp_group(s, t))} for t in _tp_ranks(a)])
         else:
             out.append(op)
     return out
