@@ -61,27 +61,26 @@ def tuner(xpusim, config, sets):
     """The tuner's pick against every algorithm and protocol, per size: a Markdown table."""
     sizes = [8 << 10 << (2 * i) for i in range(9)]  # 8 KiB, 32 KiB, ... 512 MiB
     sizes.append(1 << 30)
-    ops = []
-    for b in sizes:
-        ops.append(f"  - {{name: auto-{b}, kind: all_reduce, bytes: {b}}}")
-        for a, p in ALGOS:
-            ops.append(f"  - {{name: {a}-{p}-{b}, kind: all_reduce, bytes: {b}, algorithm: {a}, protocol: {p}}}")
+    overrides = [x for s in sets for x in ("--set", s)]
     with tempfile.TemporaryDirectory() as out:
-        # An algorithm this system cannot run is refused before anything runs: drop those.
+        # An algorithm this system cannot run is refused before anything runs: leave those out.
+        trace = os.path.join(out, "trace.yaml")
         usable = []
         for a, p in ALGOS:
-            trace = os.path.join(out, "probe.yaml")
             with open(trace, "w") as f:
                 f.write(f"xpusim_trace: 1\nops:\n  - {{name: c, kind: all_reduce, bytes: 1024, algorithm: {a}, protocol: {p}}}\n")
-            cmd = [xpusim, "check", "--config", config, "--trace", trace] + [x for s in sets for x in ("--set", s)]
-            if subprocess.run(cmd, capture_output=True).returncode == 0:
+            if subprocess.run([xpusim, "check", "--config", config, "--trace", trace] + overrides,
+                              capture_output=True).returncode == 0:
                 usable.append((a, p))
-        trace = os.path.join(out, "trace.yaml")
+        ops = []
+        for b in sizes:
+            ops.append(f"  - {{name: auto-{b}, kind: all_reduce, bytes: {b}}}")
+            ops += [f"  - {{name: {a}-{p}-{b}, kind: all_reduce, bytes: {b}, algorithm: {a}, protocol: {p}}}"
+                    for a, p in usable]
         with open(trace, "w") as f:
-            f.write("xpusim_trace: 1\nops:\n" + "\n".join(o for o in ops if o.split("name: ")[1].startswith("auto-") or
-                                                          any(o.split("name: ")[1].startswith(f"{a}-{p}-") for a, p in usable)) + "\n")
-        cmd = [xpusim, "run", "-q", "--config", config, "--trace", trace, "--out", out] + [x for s in sets for x in ("--set", s)]
-        r = subprocess.run(cmd, capture_output=True, text=True)
+            f.write("xpusim_trace: 1\nops:\n" + "\n".join(ops) + "\n")
+        r = subprocess.run([xpusim, "run", "-q", "--config", config, "--trace", trace, "--out", out] + overrides,
+                           capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"check-nccl-nodes: xpusim failed: {r.stderr.strip()}")
         with open(os.path.join(out, "report.json")) as f:

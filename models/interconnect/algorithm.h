@@ -78,7 +78,9 @@ constexpr int kWindow = 8;
 // `efficiency`.
 double hop_estimate_s(const Topology& f, const ProtocolParams& pp, const CollectiveJob& job, double steps,
                       double per_port, double efficiency, double lat = -1);
-// The slowest port a step of the job crosses (NVLink, and the NICs' rings across domains).
+// The slowest NVLink ports of the job's GPUs, and the slowest port a step of the job crosses
+// (those, and the NICs' rings across domains).
+double slowest_nvlink_rate(const Topology& f, const CollectiveJob& job);
 double slowest_port_rate(const Topology& f, const CollectiveJob& job);
 
 // "algorithm X is for all_reduce only; use ring" and the like: the refusal of a job whose kind

@@ -76,9 +76,14 @@ std::vector<std::vector<int>> rings(const Topology& f, const std::vector<int>& g
   return out;
 }
 
-double slowest_port_rate(const Topology& f, const CollectiveJob& job) {
+double slowest_nvlink_rate(const Topology& f, const CollectiveJob& job) {
   double rate = std::numeric_limits<double>::infinity();
   for (int g : job.gpus) rate = std::min(rate, f.nvlink_rate(g));
+  return rate;
+}
+
+double slowest_port_rate(const Topology& f, const CollectiveJob& job) {
+  double rate = slowest_nvlink_rate(f, job);
   if (!one_domain(f, job.gpus)) rate = std::min(rate, f.nic_rate() * static_cast<double>(rings(f, job.gpus).size()));
   return rate;
 }

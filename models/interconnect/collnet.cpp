@@ -40,9 +40,7 @@ class Collnet : public Algorithm {
   }
   double start_s(const Topology& f, const CollectiveParams& p, const CollectiveJob& job, CollectiveProto,
                  double now) const override {
-    const auto doms = by_domain(f, job.gpus);
-    const bool nvls = f.nvls() && !doms.empty() && doms.front().size() > 1;
-    return now + p.launch_s + (nvls ? p.nvls_latency_s : 0) + p.sharp_latency_s;
+    return now + p.launch_s + (nvls_inside(f, by_domain(f, job.gpus)) ? p.nvls_latency_s : 0) + p.sharp_latency_s;
   }
   double run(Fabric& f, const CollectiveParams&, const Wire& w, const CollectiveJob& job, double now, double start,
              CollectiveRun& run) const override {
@@ -55,28 +53,15 @@ class Collnet : public Algorithm {
     run.slices = sl.slices;
     run.slice_bytes = sl.bytes;
     run.channels = static_cast<int>(m);
-    // ready[j][d][i]: when GPU i of domain d holds its part of slice j reduced in its domain.
-    // Reduce-scatters are booked kWindow slices ahead of the rest, as NVLS's loads are.
-    std::vector<std::vector<std::vector<double>>> ready(static_cast<size_t>(sl.slices), std::vector<std::vector<double>>(D));
-    auto reduce_scatter = [&](int j) {
-      for (size_t d = 0; d < D; ++d)
-        domain_reduce_scatter(f, w, now, start, DomainSlice{&doms[d], sl.bytes}, ready[static_cast<size_t>(j)][d], run);
-    };
-    for (int j = 0; j < std::min(kWindow, sl.slices); ++j) reduce_scatter(j);
-    std::vector<std::vector<double>> done(D);
     bool climbed = false;
-    double end = start;
-    for (int j = 0; j < sl.slices; ++j) {
-      if (j + kWindow < sl.slices) reduce_scatter(j + kWindow);
-      const auto& rj = ready[static_cast<size_t>(j)];
-      done = rj;
+    const double end = run_two_level(f, w, doms, sl, now, start, run, [&](const DomainParts& ready, DomainParts& done) {
       for (size_t i = 0; i < m; ++i) {
         // Every domain's GPU i sends its part to its leaf, which reduces them as they arrive.
         std::map<int, double> at_leaf;
         for (size_t d = 0; d < D; ++d) {
           const int g = doms[d][i];
           double& l = at_leaf[t.leaf_of(g)];
-          l = std::max(l, f.nic_up(now, rj[d][i], g, part, run.traffic) + half_way);
+          l = std::max(l, f.nic_up(now, ready[d][i], g, part, run.traffic) + half_way);
         }
         // Leaves of one GPU index in several groups reduce again at the spine.
         if (at_leaf.size() > 1) {
@@ -92,17 +77,15 @@ class Collnet : public Algorithm {
         }
         run.transfers += static_cast<double>(2 * D);
       }
-      for (size_t d = 0; d < D; ++d)
-        end = std::max(end, domain_all_gather(f, w, now, done[d], DomainSlice{&doms[d], sl.bytes}, run));
-    }
+    });
     run.steps = (m > 1 ? 4 : 0) + (climbed ? 4 : 2);  // in the domain up and down twice; to the leaf (and spine) and back
     return end;
   }
   // NCCL's CollNet kernels run on its NVLS channels where the domain has NVLS, else on a
   // tree's channels (CollNet Direct).
   CollectiveCtas ctas(const Topology& f, const CollectiveParams& p, const CollectiveJob& job, CollectiveProto q) const override {
-    const auto doms = by_domain(f, job.gpus);
-    return f.nvls() && !doms.empty() && doms.front().size() > 1 ? nccl_kernel(p.nvls_channels, 640) : nccl_ctas(p, job, CollectiveAlgo::tree, q);
+    return nvls_inside(f, by_domain(f, job.gpus)) ? nccl_kernel(p.nvls_channels, 640)
+                                                  : nccl_ctas(p, job, CollectiveAlgo::tree, q);
   }
 };
 

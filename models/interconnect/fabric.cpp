@@ -77,30 +77,20 @@ Fabric::Fabric(sc_core::sc_module_name name, const Topology& topo, StatRegistry&
 }
 
 double Fabric::send_network(double now, double ready, int via, int dst, double bytes, Traffic& t) {
-  const size_t s = static_cast<size_t>(via), d = static_cast<size_t>(dst);
-  const double tx_end = nic_tx_[s].reserve(now, ready, bytes);
-  double head = tx_end - bytes / nic_tx_[s].rate();  // when the first byte leaves the pipe last booked
+  const double tx_end = nic_up(now, ready, via, bytes, t);
+  double head = tx_end - bytes / nic_tx_[static_cast<size_t>(via)].rate();  // when the first byte leaves the pipe last booked
   double tail = tx_end;
   if (topo_.leaf_of(via) != topo_.leaf_of(dst)) {
     // Through the spine: the sender's leaf's uplinks, then the spine and the receiver's leaf (two
     // more switches) and that leaf's downlinks, cut through.
-    const size_t lu = static_cast<size_t>(topo_.leaf_of(via)), ld = static_cast<size_t>(topo_.leaf_of(dst));
-    const double up_end = leaf_up_[lu].reserve(now, head, bytes);
-    const double up_start = up_end - bytes / leaf_up_[lu].rate();
-    const double down_end = leaf_down_[ld].reserve(now, up_start + topo_.spine_latency(), bytes);
-    head = down_end - bytes / leaf_down_[ld].rate();
+    const int lu = topo_.leaf_of(via), ld = topo_.leaf_of(dst);
+    const double up_end = leaf_up(now, head, lu, bytes, t);
+    const double up_start = up_end - bytes / leaf_up_[static_cast<size_t>(lu)].rate();
+    const double down_end = leaf_down(now, up_start + topo_.spine_latency(), ld, bytes, t);
+    head = down_end - bytes / leaf_down_[static_cast<size_t>(ld)].rate();
     tail = std::max(tail + topo_.spine_latency(), down_end);
-    t.add(t.leaf_up, static_cast<int>(lu), bytes);
-    t.add(t.leaf_down, static_cast<int>(ld), bytes);
-    leaf_stats_[lu].up->value += bytes;
-    leaf_stats_[ld].down->value += bytes;
   }
-  const double rx_end = nic_rx_[d].reserve(now, head + topo_.nic_latency(), bytes);
-  t.nic_bytes += bytes;
-  t.add(t.nic_tx, via, bytes);
-  t.add(t.nic_rx, dst, bytes);
-  stats_[s].nic_tx->value += bytes;
-  stats_[d].nic_rx->value += bytes;
+  const double rx_end = nic_down(now, head + topo_.nic_latency(), dst, bytes, t);
   return std::max(rx_end, tail + topo_.nic_latency());
 }
 

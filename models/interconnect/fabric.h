@@ -102,9 +102,9 @@ class Fabric : public sc_core::sc_module {
   double up(double now, double ready, int gpu, double bytes, Traffic& t);
   double down(double now, double ready, int gpu, double bytes, Traffic& t);
 
-  // In-network reduction (SHARP): a GPU's NIC towards its leaf switch and back, and a leaf's
-  // uplinks towards the spine and back. Each returns when its pipe has carried the bytes; the
-  // caller adds the latencies between them.
+  // A GPU's NIC towards its leaf switch and back, and a leaf's uplinks towards the spine and
+  // back: the hops of a send between domains, and of in-network reduction (SHARP). Each returns
+  // when its pipe has carried the bytes; the caller adds the latencies between them.
   double nic_up(double now, double ready, int gpu, double bytes, Traffic& t);
   double nic_down(double now, double ready, int gpu, double bytes, Traffic& t);
   double leaf_up(double now, double ready, int leaf, double bytes, Traffic& t);

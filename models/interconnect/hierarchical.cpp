@@ -1,7 +1,6 @@
 #include "models/interconnect/hierarchical.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 
 namespace xpusim {
@@ -74,10 +73,35 @@ double domain_all_gather(Fabric& f, const Wire& w, double now, const std::vector
   return end;
 }
 
+bool nvls_inside(const Topology& f, const std::vector<std::vector<int>>& doms) {
+  return f.nvls() && !doms.empty() && doms.front().size() > 1;
+}
+
+double run_two_level(Fabric& f, const Wire& w, const std::vector<std::vector<int>>& doms, const Slicing& sl,
+                     double now, double start, CollectiveRun& run,
+                     const std::function<void(const DomainParts& ready, DomainParts& done)>& across) {
+  const size_t D = doms.size();
+  std::vector<DomainParts> ready(static_cast<size_t>(sl.slices), DomainParts(D));
+  auto reduce_scatter = [&](int j) {
+    for (size_t d = 0; d < D; ++d)
+      domain_reduce_scatter(f, w, now, start, DomainSlice{&doms[d], sl.bytes}, ready[static_cast<size_t>(j)][d], run);
+  };
+  for (int j = 0; j < std::min(kWindow, sl.slices); ++j) reduce_scatter(j);
+  DomainParts done(D);
+  double end = start;
+  for (int j = 0; j < sl.slices; ++j) {
+    if (j + kWindow < sl.slices) reduce_scatter(j + kWindow);
+    done = ready[static_cast<size_t>(j)];
+    across(ready[static_cast<size_t>(j)], done);
+    for (size_t d = 0; d < D; ++d)
+      end = std::max(end, domain_all_gather(f, w, now, done[d], DomainSlice{&doms[d], sl.bytes}, run));
+  }
+  return end;
+}
+
 double domain_phases_s(const Topology& f, const CollectiveJob& job, int per_domain) {
   if (per_domain < 2) return 0;
-  double rate = std::numeric_limits<double>::infinity();
-  for (int g : job.gpus) rate = std::min(rate, f.nvlink_rate(g));
+  const double rate = slowest_nvlink_rate(f, job);
   const double m = per_domain;
   // NVLS: the slice up and a part down to reduce, a part up and the slice down to gather; direct:
   // (m-1) parts each way in each phase.

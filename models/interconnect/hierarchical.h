@@ -12,6 +12,7 @@
 //              multi-node NVLS). Without NVLS inside, the parts are scattered and gathered by
 //              direct sends over NVLink (CollNet Direct).
 // Each needs as many of its GPUs in every domain it spans.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,20 @@ void domain_reduce_scatter(Fabric& f, const Wire& w, double now, double ready, c
 // when every member has the whole slice.
 double domain_all_gather(Fabric& f, const Wire& w, double now, const std::vector<double>& part_done,
                          const DomainSlice& d, CollectiveRun& run);
+
+// The domains reduce inside by NVLS: their switches reduce and each holds two GPUs or more.
+bool nvls_inside(const Topology& f, const std::vector<std::vector<int>>& doms);
+
+// One slice's parts, domain by domain: [d][i] is GPU i of domain d's.
+using DomainParts = std::vector<std::vector<double>>;
+// A two-level all-reduce, slice by slice: each domain's reduce-scatter (booked kWindow slices
+// ahead, as NVLS's loads are), `across` for the slice's parts between the domains (it reads
+// when each GPU holds its domain's sum, `ready`, and writes when it holds the total, `done`,
+// which starts as `ready`), then each domain's all-gather. Returns when every GPU has the
+// whole buffer.
+double run_two_level(Fabric& f, const Wire& w, const std::vector<std::vector<int>>& doms, const Slicing& sl,
+                     double now, double start, CollectiveRun& run,
+                     const std::function<void(const DomainParts& ready, DomainParts& done)>& across);
 
 // The estimate's part inside the domains: the NVLS phases' bytes per port at their rate.
 double domain_phases_s(const Topology& f, const CollectiveJob& job, int per_domain);

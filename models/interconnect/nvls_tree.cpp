@@ -53,23 +53,8 @@ class NvlsTree : public Algorithm {
     run.channels = static_cast<int>(m) * trees;
     run.steps = 4 + 2 * depth;  // reduce-scatter (up, down), the tree up and down, all-gather (up, down)
     const double half = sl.bytes / static_cast<double>(m) / trees;
-    // ready[j][d][i]: when GPU i of domain d holds its part of slice j reduced in its domain.
-    // Reduce-scatters are booked kWindow slices ahead of the rest, as NVLS's loads are.
-    std::vector<std::vector<std::vector<double>>> ready(static_cast<size_t>(sl.slices),
-                                                        std::vector<std::vector<double>>(static_cast<size_t>(D)));
-    auto reduce_scatter = [&](int j) {
-      for (int d = 0; d < D; ++d)
-        domain_reduce_scatter(f, w, now, start, DomainSlice{&doms[static_cast<size_t>(d)], sl.bytes},
-                              ready[static_cast<size_t>(j)][static_cast<size_t>(d)], run);
-    };
-    for (int j = 0; j < std::min(kWindow, sl.slices); ++j) reduce_scatter(j);
-    std::vector<std::vector<double>> done(static_cast<size_t>(D));
     std::vector<double> r(static_cast<size_t>(D)), have(static_cast<size_t>(D));
-    double end = start;
-    for (int j = 0; j < sl.slices; ++j) {
-      if (j + kWindow < sl.slices) reduce_scatter(j + kWindow);
-      const auto& rj = ready[static_cast<size_t>(j)];
-      done = rj;
+    return run_two_level(f, w, doms, sl, now, start, run, [&](const DomainParts& ready, DomainParts& done) {
       for (size_t i = 0; i < m; ++i)
         for (int tr = 0; tr < trees; ++tr) {
           // Tree tr's node d is domain d; its GPU i carries the part.
@@ -78,7 +63,7 @@ class NvlsTree : public Algorithm {
           auto gpu = [&](int d) { return doms[static_cast<size_t>(d)][i]; };
           int root = 0;
           for (int d = 0; d < D; ++d) {
-            r[static_cast<size_t>(d)] = rj[static_cast<size_t>(d)][i];
+            r[static_cast<size_t>(d)] = ready[static_cast<size_t>(d)][i];
             if (par[static_cast<size_t>(d)] < 0) root = d;
           }
           for (int node : order) {  // children before parents
@@ -99,11 +84,7 @@ class NvlsTree : public Algorithm {
           for (int d = 0; d < D; ++d)
             done[static_cast<size_t>(d)][i] = std::max(done[static_cast<size_t>(d)][i], have[static_cast<size_t>(d)]);
         }
-      for (int d = 0; d < D; ++d)
-        end = std::max(end, domain_all_gather(f, w, now, done[static_cast<size_t>(d)],
-                                              DomainSlice{&doms[static_cast<size_t>(d)], sl.bytes}, run));
-    }
-    return end;
+    });
   }
   CollectiveCtas ctas(const Topology&, const CollectiveParams& p, const CollectiveJob&, CollectiveProto) const override {
     return nccl_kernel(p.nvls_channels, 640);

@@ -1,7 +1,6 @@
 #include "models/interconnect/p2p_all_reduce.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "models/interconnect/algorithm.h"
 
@@ -71,8 +70,7 @@ double run_two_shot(Fabric& f, const CollectiveJob& job, double now, double star
 double p2p_estimate_s(const Topology& t, const CollectiveJob& job, CollectiveAlgo algo) {
   const int n = static_cast<int>(job.gpus.size());
   if (n < 2 || job.bytes <= 0) return 0;
-  double rate = std::numeric_limits<double>::infinity();
-  for (int g : job.gpus) rate = std::min(rate, t.nvlink_rate(g));
+  const double rate = slowest_nvlink_rate(t, job);
   const double lat = barrier_s(t, job.gpus);
   // Per round: a barrier's flag, a load's request and its data's latency; one-shot's closing
   // barrier one more.

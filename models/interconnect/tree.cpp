@@ -2,7 +2,6 @@
 // broadcast back down.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "models/interconnect/hierarchical.h"
 
@@ -203,8 +202,7 @@ class Tree : public Algorithm {
     const double d = static_cast<double>(doms.size()), m = static_cast<double>(doms.front().size());
     const double chain = m > 1 ? f.latency(doms[0][0], doms[0][1]) : 0;
     const double across = f.latency(doms[0][0], doms[1][0]);
-    double nvlink = std::numeric_limits<double>::infinity();
-    for (int g : job.gpus) nvlink = std::min(nvlink, f.nvlink_rate(g));
+    const double nvlink = slowest_nvlink_rate(f, job);
     const double busiest = std::max((d > 2 ? 2 : 1) * job.bytes / m / f.nic_rate(), m > 1 ? 2 * job.bytes / nvlink : 0);
     // A slice crosses each NIC whole (and, with Simple, each GPU of a chain): the pipeline fills
     // for one slice's time per such hop after the first.
