@@ -55,7 +55,11 @@ class CtaDispatcher : public sc_core::sc_module {
   void finish(KernelRun* k);
   bool idle() const { return active_.empty() && in_flight_ == 0 && !holder_; }
   bool only_holds() const;  // no work on the GPU but a collective's CTAs (placed or waiting)
-  std::string holds_key() const;  // the collectives' CTAs on the GPU now, for a memo key
+  // The collectives' CTAs on the GPU now, for a memo key: how many and their room, and with
+  // `timed` how long each is held from now.
+  std::string holds_key(bool timed) const;
+  double holds_left() const;  // seconds until the first of the collectives' CTAs is released
+  double replay_seconds(const std::vector<Replay>& profile) const;  // at the clock's rate now
   void hold_placed(const KernelRun* h);  // a CTA of a collective's, h, was placed
   void holds_changed();     // a collective's CTA was placed or is done
   Snapshot snapshot(const KernelRun* k) const;
@@ -119,12 +123,17 @@ class CtaDispatcher : public sc_core::sc_module {
   uint64_t submissions_ = 0;      // of kernels other than a collective's CTAs
   uint64_t seq_ = 0;              // of all (KernelRun::seq)
   std::vector<KernelRun*> holds_;  // a collective's CTAs, submitted and not finished
+  uint64_t hold_changes_ = 0;      // collectives' CTAs submitted, placed or done so far
   uint64_t replay_ticks_ = 0;
   KernelRun* holder_ = nullptr;  // a kernel with work to play back: no other kernel is placed until it ends
   std::string last_key_;         // memo key of the kernel that last ran on this GPU
   struct Watch {                 // a kernel that started alone on the GPU
     uint64_t submission = 0;
     std::string key;             // memo key, state included (empty: not recorded)
+    // Beside a collective's CTAs: the key under which the kernel is recorded if those CTAs stay
+    // as they are until it ends (none placed, done or submitted meanwhile: hold_changes).
+    std::string outlast_key;
+    uint64_t hold_changes = 0;
     Snapshot start;
     std::vector<Snapshot> waves;  // at every wave's worth of finished CTAs (or of steps, watch_steps)
     bool watch_waves = false;     // whole waves may yet be skipped

@@ -98,4 +98,11 @@ inline void add_scaled(OpCounters& a, const OpCounters& b, double f) {
   for (size_t i = 0; i < sizeof(OpCounters) / sizeof(double); ++i) x[i] += y[i] * f;
 }
 
+// a - b, field by field.
+inline OpCounters counters_minus(const OpCounters& a, const OpCounters& b) {
+  OpCounters d = a;
+  add_scaled(d, b, -1);
+  return d;
+}
+
 }  // namespace xpusim

@@ -13,18 +13,33 @@ std::string to_timeline(const Report& rep) {
   w.begin_object();
   w.key("displayTimeUnit").value("ns");
   w.key("traceEvents").begin_array();
+  // A track per GPU; under representative detail (Report::representative) one per GPU
+  // simulated, for the GPUs that mirror it did the same: a thousand GPUs' run stays the size of
+  // its simulated GPUs' (an event per op and GPU, else a 1,024-GPU step writes hundreds of
+  // millions).
   std::vector<int> gpus;
-  for (const OpReport& o : rep.ops)
-    for (int d : o.devices)
-      if (std::find(gpus.begin(), gpus.end(), d) == gpus.end()) gpus.push_back(d);
+  if (rep.representative) {
+    gpus = rep.simulated_gpus;
+  } else {
+    for (const OpReport& o : rep.ops) gpus.insert(gpus.end(), o.devices.begin(), o.devices.end());
+  }
   std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  const auto track = [&gpus](int d) {
+    const auto it = std::lower_bound(gpus.begin(), gpus.end(), d);
+    return it != gpus.end() && *it == d ? static_cast<long>(it - gpus.begin()) : -1L;
+  };
   for (int d : gpus) {
     w.begin_object().field("name", "process_name").field("ph", "M").field("pid", static_cast<long long>(d));
     w.key("args").begin_object().field("name", rep.config_name + " GPU " + std::to_string(d)).end_object();
     w.end_object();
   }
+  // Each track's ops' edges: time, d(bandwidth), d(utilisation), for the counters below.
+  std::vector<std::vector<std::tuple<double, double, double>>> ev(gpus.size());
   for (const OpReport& o : rep.ops)
     for (int d : o.devices) {
+      const long t = track(d);
+      if (t < 0) continue;
       const Metrics& m = o.m;
       w.begin_object().field("name", o.name).field("cat", o.kind).field("ph", "X");
       w.field("ts", m.start_s * 1e6).field("dur", m.time_s * 1e6);
@@ -34,6 +49,10 @@ std::string to_timeline(const Report& rep) {
       else w.field("tflops", m.tflops);
       w.end_object();
       w.end_object();
+      if (m.time_s > 0) {
+        ev[static_cast<size_t>(t)].emplace_back(m.start_s, m.hbm_bandwidth, m.tensor_util);
+        ev[static_cast<size_t>(t)].emplace_back(m.start_s + m.time_s, -m.hbm_bandwidth, -m.tensor_util);
+      }
     }
   // Counter tracks per GPU: HBM bandwidth and tensor-core utilisation over time, each op's
   // average spread evenly over its span (the sum of the ops running at once; an op's figures
@@ -46,15 +65,10 @@ std::string to_timeline(const Report& rep) {
     const char* unit;
     double value;
   };
-  for (int d : gpus) {
+  for (size_t t = 0; t < gpus.size(); ++t) {
+    const int d = gpus[t];
     std::vector<Counter> counters;
-    std::vector<std::tuple<double, double, double>> edges;  // time, d(bandwidth), d(utilisation)
-    for (const OpReport& o : rep.ops) {
-      if (std::find(o.devices.begin(), o.devices.end(), d) == o.devices.end() || o.m.time_s <= 0) continue;
-      const double bw = o.m.hbm_bandwidth;
-      edges.emplace_back(o.m.start_s, bw, o.m.tensor_util);
-      edges.emplace_back(o.m.start_s + o.m.time_s, -bw, -o.m.tensor_util);
-    }
+    std::vector<std::tuple<double, double, double>>& edges = ev[t];
     std::sort(edges.begin(), edges.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
     double bw = 0, util = 0;
     for (size_t i = 0; i < edges.size(); ++i) {

@@ -4,12 +4,15 @@
 
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "helpers.h"
 #include "models/interconnect/collective.h"
 #include "sim/config/config_loader.h"
 #include "sim/engine/simulate.h"
 #include "sim/report/isolated.h"
+#include "sim/report/report.h"
 #include "sim/trace/trace.h"
 
 using xpusim::testing::error_of;
@@ -306,6 +309,44 @@ TEST_CASE("a tensor-parallel layer: compute on every GPU, all-reduces between, d
   CHECK(d(rep["total"]["flops"]) == Approx(d(full["total"]["flops"])));
   // NVLink energy appears once bytes cross the links.
   CHECK(d(full["total"]["energy"]["actions"]["nvlink.transfer"]) > 0);
+}
+
+// timeline.json writes an event per op and GPU. Under representative detail the GPUs that
+// mirror a simulated one did what it did, and get no track of their own: a 1,024-GPU step
+// wrote hundreds of millions of events before (and ran out of memory writing them).
+TEST_CASE("a representative run's timeline has a track per GPU simulated, a full run one per GPU", "[sim][collective]") {
+  const std::string layer =
+      "xpusim_trace: 1\nops:\n"
+      "  - {name: qkv, kind: gemm, m: 512, n: 768, k: 4096, devices: 0-7}\n"
+      "  - {name: ar, kind: all_reduce, bytes: 4194304, devices: 0-7}\n"
+      "  - {name: res, kind: elementwise, shape: [512, 4096], inputs: 2, devices: 0-7}\n";
+  const auto tr = xpusim::trace::load_trace(xpusim::testing::temp_file(layer));
+  for (const bool representative : {false, true}) {
+    const auto cfg = xpusim::config::load_config(
+        kDgx, representative ? std::vector<std::string>{"system.detail=representative"} : std::vector<std::string>{});
+    const auto j = nlohmann::json::parse(xpusim::engine::finish_isolated(xpusim::engine::start_isolated([&] {
+      xpusim::engine::SimResult r;
+      xpusim::engine::simulate(cfg, tr, r);
+      return xpusim::report::to_timeline(xpusim::report::build(cfg, tr, r));
+    })));
+    std::set<long> tracks, op_pids, counter_pids;
+    size_t op_events = 0;
+    for (const auto& e : j["traceEvents"]) {
+      const std::string ph = e["ph"];
+      if (ph == "M") tracks.insert(e["pid"].get<long>());
+      if (ph == "X") {
+        op_pids.insert(e["pid"].get<long>());
+        ++op_events;
+      }
+      if (ph == "C") counter_pids.insert(e["pid"].get<long>());
+    }
+    INFO((representative ? "representative" : "full") << " detail");
+    const size_t gpus = representative ? 1 : 8;
+    CHECK(tracks.size() == gpus);
+    CHECK(op_pids == tracks);
+    CHECK(counter_pids == tracks);
+    CHECK(op_events == 3 * gpus);
+  }
 }
 
 TEST_CASE("a collective on another stream overlaps compute", "[sim][collective]") {

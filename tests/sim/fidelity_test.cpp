@@ -201,6 +201,48 @@ ops:
   check_within_bounds(exact, fast);
 }
 
+// A long collective (a data-parallel reduce-scatter during a pipeline's drain) holds its CTAs
+// beside many kernels, each starting at another point of its time. A kernel its CTAs outlast
+// runs as it did beside the same CTAs before, however long they stay after it: from the second
+// such instance on it is reused. Keyed by the time they had left, each missed and was simulated
+// in full (a 1,024-GPU step crawled through its drain). A kernel during which the CTAs leave
+// is not reused from such an entry.
+TEST_CASE("fast fidelity reuses kernels that a collective's CTAs outlast wherever in its time they start",
+          "[sim][fidelity]") {
+  std::string trace = R"(xpusim_trace: 1
+name: gemms-beside-a-long-collective
+ops:
+  - {name: g0, kind: gemm, m: 4096, n: 4096, k: 2048, dtype: bf16, devices: [0]}
+  - {name: rs, kind: reduce_scatter, bytes: 1073741824, devices: 0-7, stream: 1, deps: [g0]}
+)";
+  for (int i = 1; i <= 12; ++i)
+    trace += "  - {name: g" + std::to_string(i) + ", kind: gemm, m: 4096, n: 4096, k: 2048, dtype: bf16, devices: [0]}\n";
+  const auto [exact, fast] = exact_and_fast("configs/systems/dgx-a100.yaml", {"power.mode=fixed_clock"}, trace.c_str());
+  const YAML::Node rs = exact["ops"][1];
+  const auto ends_in_rs = [&](const YAML::Node& g) { return g["end_s"].as<double>() < rs["end_s"].as<double>(); };
+  // g1 to g10 run beside the reduce-scatter's CTAs (slower than g0 alone), g11 as they leave,
+  // g12 after.
+  REQUIRE(ends_in_rs(exact["ops"][11]));
+  REQUIRE(!ends_in_rs(exact["ops"][12]));
+  REQUIRE(exact["ops"][12]["start_s"].as<double>() < rs["end_s"].as<double>());
+  CHECK(exact["ops"][5]["time_s"].as<double>() > 1.2 * exact["ops"][0]["time_s"].as<double>());
+  int reused = 0;
+  for (size_t i = 2; i < fast["ops"].size(); ++i) {
+    const YAML::Node e = exact["ops"][i], f = fast["ops"][i];
+    const bool r = f["fidelity"] && f["fidelity"]["reused_from"];
+    reused += r;
+    INFO(f["name"].as<std::string>() << ": exact " << e["time_s"].as<double>() << " s, fast " << f["time_s"].as<double>()
+                                     << " s" << (r ? ", reused" : ""));
+    if (ends_in_rs(e) && i >= 5) CHECK(r);  // from the third on (the first CTAs were placed during g1)
+    if (i == 12) CHECK(!r);                 // the CTAs leave during it
+    // The one the CTAs leave starts a few microseconds later than in exact (the replays before
+    // it run their record's time), so they leave a little earlier in its time.
+    CHECK(rel(f["time_s"].as<double>(), e["time_s"].as<double>()) <= (i == 12 ? 0.02 : 0.01));
+  }
+  CHECK(reused >= 7);
+  check_within_bounds(exact, fast);
+}
+
 // A replay books its work in slices that end on the governor's window boundaries. A slice that
 // started a picosecond (SystemC's time resolution) before a boundary was not waited for (only
 // slices over a picosecond were), and the replay spun there forever: a 64-GPU GPT-3 pipeline
