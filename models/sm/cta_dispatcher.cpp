@@ -71,8 +71,9 @@ void CtaDispatcher::submit(KernelRun* k) {
     // Another kernel now shares the GPU: waves of the running ones no longer repeat alone.
     for (auto& [run, w] : watched_) w.watch_waves = w.watch_steps = run->count_steps = false;
     // With no kernel on the GPU but a collective's CTAs, a kernel runs as it would again beside
-    // the same CTAs held as long: it is recorded and reused under that, and its waves are
-    // watched once the CTAs are gone (its steps are not: its first wave is not every SM's).
+    // the same CTAs held as long (or, where they outlast it, beside the same CTAs held at least
+    // as long): it is recorded and reused under that, and its waves are watched once the CTAs
+    // are gone (its steps are not: its first wave is not every SM's).
     const bool beside_holds = !alone && only_holds();
     // Microbenchmarks time a phase of their own run, and injected faults need the real CTAs.
     if ((alone || beside_holds) && k->program->timed_step < 0 && !k->lose_a_cta) {
@@ -89,17 +90,20 @@ void CtaDispatcher::submit(KernelRun* k) {
         };
         auto hit = memo_->end();
         const std::vector<Replay>* replay = nullptr;
-        if (beside_holds) {
-          // Beside collectives' CTAs that stay until it ends, a kernel runs as it did beside the
-          // same CTAs before, however long they stay after it; else as it did beside CTAs held
-          // as long from its start.
+        // Beside collectives' CTAs, all placed, that stay until it ends, a kernel runs as it did
+        // beside the same CTAs before, however long they stay after it; else as it did beside
+        // CTAs held as long from its start. A replay converts cycles at today's clock, which a
+        // governor may lower while it runs: the CTAs must stay a margin longer.
+        const bool holds_placed = std::all_of(holds_.begin(), holds_.end(),
+                                              [](const KernelRun* h) { return h->next_cta == h->program->num_ctas(); });
+        if (beside_holds && holds_placed) {
           w.outlast_key = w.key + "\nbeside: " + holds_key(false) + "\noutlasted";
           w.hold_changes = hold_changes_;
           hit = memo_->find(w.outlast_key);
           replay = usable(hit);
-          if (replay && replay_seconds(*replay) > holds_left()) replay = nullptr;
-          w.key += "\nbeside: " + holds_key(true);
+          if (replay && replay_seconds(*replay) * (1 + kOutlastMargin) > holds_left()) replay = nullptr;
         }
+        if (beside_holds) w.key += "\nbeside: " + holds_key(true);
         if (!replay) replay = usable(hit = memo_->find(w.key));
         if (replay) {
           const bool first_cached = replay == &hit->second.cold;
@@ -217,7 +221,10 @@ void CtaDispatcher::finish(KernelRun* k) {
 
 double CtaDispatcher::holds_left() const {
   double left = std::numeric_limits<double>::infinity();
-  for (const KernelRun* h : holds_) left = std::min(left, static_cast<const HoldProgram&>(*h->program).until());
+  for (const KernelRun* h : holds_) {
+    assert(dynamic_cast<const HoldProgram*>(h->program.get()));
+    left = std::min(left, static_cast<const HoldProgram&>(*h->program).until());
+  }
   return left - sc_core::sc_time_stamp().to_seconds();
 }
 

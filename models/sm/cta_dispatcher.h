@@ -100,6 +100,9 @@ class CtaDispatcher : public sc_core::sc_module {
   static constexpr uint64_t kStepsAcrossChange = 32;
   static constexpr uint64_t kMinStepsPerWave = 4;  // steps per CTA in a wave of steps
   static constexpr uint64_t kProfileSegments = 16;  // a recorded kernel's profile, at most
+  // A kernel recorded beside collectives' CTAs that outlasted it is reused only where they stay
+  // this much longer than its replay (a governor moves the clock a few percent at most).
+  static constexpr double kOutlastMargin = 0.1;
   void play(KernelRun* k);  // the replay of k's pending work, then k's end
 
   std::vector<Sm*> sms_;
