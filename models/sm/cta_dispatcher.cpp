@@ -94,16 +94,17 @@ void CtaDispatcher::submit(KernelRun* k) {
         // beside the same CTAs before, however long they stay after it; else as it did beside
         // CTAs held as long from its start. A replay converts cycles at today's clock, which a
         // governor may lower while it runs: the CTAs must stay a margin longer.
-        const bool holds_placed = std::all_of(holds_.begin(), holds_.end(),
-                                              [](const KernelRun* h) { return h->next_cta == h->program->num_ctas(); });
-        if (beside_holds && holds_placed) {
-          w.outlast_key = w.key + "\nbeside: " + holds_key(false) + "\noutlasted";
-          w.hold_changes = hold_changes_;
-          hit = memo_->find(w.outlast_key);
-          replay = usable(hit);
-          if (replay && replay_seconds(*replay) * (1 + kOutlastMargin) > holds_left()) replay = nullptr;
+        if (beside_holds) {
+          if (std::all_of(holds_.begin(), holds_.end(),
+                          [](const KernelRun* h) { return h->next_cta == h->program->num_ctas(); })) {
+            w.outlast_key = w.key + "\nbeside: " + holds_key(false) + "\noutlasted";
+            w.hold_changes = hold_changes_;
+            hit = memo_->find(w.outlast_key);
+            replay = usable(hit);
+            if (replay && replay_seconds(*replay) * (1 + kOutlastMargin) > holds_left()) replay = nullptr;
+          }
+          w.key += "\nbeside: " + holds_key(true);
         }
-        if (beside_holds) w.key += "\nbeside: " + holds_key(true);
         if (!replay) replay = usable(hit = memo_->find(w.key));
         if (replay) {
           const bool first_cached = replay == &hit->second.cold;
@@ -169,8 +170,7 @@ void CtaDispatcher::finish(KernelRun* k) {
   if (k->holds_sms) {
     const auto h = std::find(holds_.begin(), holds_.end(), k);
     assert(h != holds_.end());
-    holds_.erase(h);
-    ++hold_changes_;
+    holds_.erase(h);  // its last CTA's cta_done counted in hold_changes_
   }
   if (k->step_rate && on_replayed) on_replayed({}, true);  // what its CTAs' left-out steps wrote back
   const auto it = watched_.find(k);

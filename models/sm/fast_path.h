@@ -9,9 +9,10 @@
 //    drain;
 //  - memoisation: a kernel identical to one already simulated, in the same state that matters
 //    (the kernel that ran before it on the GPU, and a GPU idle or holding only a collective's
-//    CTAs, as many and held as long, or at least as long where they outlasted it), reuses that kernel's time and counters (those of its
-//    second simulated instance: the first meets a colder memory system); its output is placed
-//    in the L2, dirty, as running it would have left it (KernelProgram::written).
+//    CTAs, as many and held as long, or at least as long where they outlasted it), reuses that
+//    kernel's time and counters (those of its second simulated instance: the first meets a
+//    colder memory system); its output is placed in the L2, dirty, as running it would have
+//    left it (KernelProgram::written).
 // Work not simulated is played back: steps bound by the SMs' pipes by each CTA where it leaves
 // them out (the kernel's power over time stays as it was, and a CTA waiting beside others takes
 // nothing they need); other steps, left-out waves and reused kernels as a replay at the
