@@ -120,7 +120,7 @@ void SectoredTags::touch_line(uint64_t line, uint64_t first, uint32_t sectors, b
   uint32_t* age = &age_[first];
   if (clock_ == std::numeric_limits<uint32_t>::max()) renumber_ages();
   ++clock_;
-  dirty_ok_ = false;
+  dirty_ok_ = valid_ok_ = false;
   int hit = -1;
   for (int w = 0; w < ways_; ++w)
     if (tags[w] == line + 1) {
@@ -189,8 +189,8 @@ uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
   // One pass over the tags lists the dirty lines, in order, with the range of their ages; two
   // passes over the list then make a histogram of dirty sectors by age, and clean every line
   // older than the bucket where the count is reached, and that bucket's lines in order. The
-  // list, less the lines cleaned, stays valid until the tags next change (touch_line(),
-  // dirty_youngest()), so that a next call starts from it.
+  // list, less the lines cleaned, stays valid until a line is touched (dirty_youngest() lists
+  // them anew as it marks them), so that a next call starts from it.
   if (!dirty_ok_) {
     dirty_.clear();
     dirty_lo_ = std::numeric_limits<uint32_t>::max(), dirty_hi_ = 0;
@@ -204,7 +204,12 @@ uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
   }
   if (dirty_.empty()) return 0;
   AgeHistogram h(dirty_lo_, dirty_hi_);
-  for (const DirtyLine& d : dirty_) h.sectors[static_cast<size_t>(h.bucket(d.age))] += d.sectors;
+  dirty_bucket_.resize(dirty_.size());
+  for (size_t i = 0; i < dirty_.size(); ++i) {
+    const int b = h.bucket(dirty_[i].age);
+    dirty_bucket_[i] = static_cast<uint8_t>(b);
+    h.sectors[static_cast<size_t>(b)] += dirty_[i].sectors;
+  }
   int cut = 0;
   uint64_t below = 0;  // dirty sectors in the buckets before `cut`
   while (cut < AgeHistogram::kBuckets && below + h.sectors[static_cast<size_t>(cut)] <= sectors)
@@ -213,8 +218,9 @@ uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
   uint64_t cleaned = 0;
   size_t kept = 0;
   dirty_lo_ = std::numeric_limits<uint32_t>::max(), dirty_hi_ = 0;
-  for (const DirtyLine& d : dirty_) {
-    const int b = h.bucket(d.age);
+  for (size_t i = 0; i < dirty_.size(); ++i) {
+    const DirtyLine d = dirty_[i];
+    const int b = dirty_bucket_[i];
     if (b < cut || (b == cut && left > 0)) {
       if (b == cut) left -= std::min<uint64_t>(left, d.sectors);
       cleaned += d.sectors;
@@ -231,25 +237,41 @@ uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
 
 uint64_t SectoredTags::dirty_youngest(uint64_t sectors) {
   if (sectors == 0) return 0;
-  // As clean_oldest, from the other end and over the valid lines.
+  // As clean_oldest, from the other end and over the valid lines. Their ages and sectors change
+  // only when a line is touched, so the histogram of a call serves the calls after it until then
+  // (valid_ok_): a run of reused kernels places each output with one pass over the tags, which
+  // also lists the dirty lines for the clean_oldest() that settles its write-backs.
   dirty_ok_ = false;
-  const AgeHistogram h = age_histogram(&Masks::valid);
+  if (!valid_ok_) {
+    valid_hist_ = age_histogram(&Masks::valid);
+    valid_ok_ = true;
+  }
+  const AgeHistogram& h = valid_hist_;
   if (h.sectors.empty()) return 0;
   int cut = AgeHistogram::kBuckets - 1;
   uint64_t above = 0;  // valid sectors in the buckets after `cut`
   while (cut >= 0 && above + h.sectors[static_cast<size_t>(cut)] <= sectors) above += h.sectors[static_cast<size_t>(cut--)];
   uint64_t left = sectors - above;  // to mark in bucket `cut`
   uint64_t were_dirty = 0;
+  dirty_.clear();
+  dirty_lo_ = std::numeric_limits<uint32_t>::max(), dirty_hi_ = 0;
   for (uint64_t i = 0; i < ways_total_; ++i) {
     Masks& m = masks_[i];
     if (!m.valid) continue;
-    const int b = h.bucket(age_[i]);
+    const uint32_t age = age_[i];
+    const int b = h.bucket(age);
     if (b > cut || (b == cut && left > 0)) {
       if (b == cut) left -= std::min<uint64_t>(left, popcount32(m.valid));
       were_dirty += popcount32(m.dirty);
       m.dirty = m.valid;
     }
+    if (m.dirty) {
+      dirty_.push_back({i, age, static_cast<uint32_t>(popcount32(m.dirty))});
+      dirty_lo_ = std::min(dirty_lo_, age);
+      dirty_hi_ = std::max(dirty_hi_, age);
+    }
   }
+  dirty_ok_ = true;
   return were_dirty;
 }
 

@@ -73,8 +73,8 @@ class SectoredTags {
   // (to within a 256th of the range of ages); returns how many of those were dirty already. For
   // a large output of work counted but not simulated (fast fidelity): where its addresses
   // matter to no later access, the L2 holds as much dirty data as the output would have left,
-  // for the cost of three passes over the tags instead of a lookup per line. The sectors that
-  // were dirty stand for dirty data the output would have evicted.
+  // for the cost of a pass over the tags (three after a line was touched) instead of a lookup
+  // per line. The sectors that were dirty stand for dirty data the output would have evicted.
   uint64_t dirty_youngest(uint64_t sectors);
 
  private:
@@ -132,7 +132,7 @@ class SectoredTags {
   // nothing else changes the tags (dirty_ok_): fast fidelity settles a long reused kernel's
   // write-backs in batches with no access between them, and a batch after the first then reads
   // the list, not the whole array (a third of a million lines on an A100). It keeps its room,
-  // 16 bytes for each line dirty at the largest listing.
+  // 17 bytes for each line dirty at the largest listing (the line and its bucket).
   struct DirtyLine {
     uint64_t way = 0;  // index into the tag arrays
     uint32_t age = 0;
@@ -160,8 +160,11 @@ class SectoredTags {
   Aligned<uint32_t> age_;   // clock_ at the last touch (LRU)
   Aligned<Masks> masks_;
   std::vector<DirtyLine> dirty_;
+  std::vector<uint8_t> dirty_bucket_;     // clean_oldest()'s bucket of each listed line
   uint32_t dirty_lo_ = 0, dirty_hi_ = 0;  // the listed lines' least and greatest ages
   bool dirty_ok_ = false;
+  AgeHistogram valid_hist_;  // dirty_youngest()'s histogram of valid sectors, while valid_ok_
+  bool valid_ok_ = false;
   bool track_fills_ = false;
   Aligned<double> ready_;   // with track_fills: when the line's last fill arrives
 };

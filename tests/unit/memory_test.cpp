@@ -220,6 +220,76 @@ TEST_CASE("L2 tags: dirtying the youngest lines marks only them and counts those
   CHECK(l2.dirty_youngest(0) == 0);
 }
 
+TEST_CASE("L2 tags: runs of dirtying and cleaning with accesses between them act on the lines' ages", "[memory][l2]") {
+  // 64 lines and fewer touches than age buckets, so each line's age is its own bucket and the
+  // calls act on exact LRU order: dirty_youngest(s) marks the ceil(s / 4) youngest lines and
+  // counts their dirty sectors, clean_oldest(s) cleans the ceil(s / 4) oldest dirty ones. A
+  // reference of ages predicts each call, through runs of calls with no access between them
+  // (which reuse the valid lines' histogram and the dirty lines' list) and accesses that re-age
+  // lines between the runs.
+  SectoredTags l2(small_l2());
+  SectoredTags::Result r;
+  struct Line {
+    uint64_t age = 0;
+    bool dirty = false;
+  };
+  std::vector<Line> ref(64);
+  uint64_t clock = 0;
+  auto touch = [&](uint64_t line, bool write) {
+    l2.access(line * 128, 128, write, 0, r);
+    ref[line].age = ++clock;
+    ref[line].dirty = ref[line].dirty || write;
+  };
+  auto by_age = [&](bool youngest_first) {
+    std::vector<size_t> order(ref.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return youngest_first ? ref[a].age > ref[b].age : ref[a].age < ref[b].age;
+    });
+    return order;
+  };
+  auto youngest = [&](uint64_t sectors) {  // the reference's dirty_youngest
+    uint64_t were = 0, lines = (sectors + 3) / 4;
+    for (size_t i : by_age(true))
+      if (lines > 0) {
+        were += ref[i].dirty ? 4 : 0;
+        ref[i].dirty = true;
+        --lines;
+      }
+    return were;
+  };
+  auto oldest = [&](uint64_t sectors) {  // the reference's clean_oldest
+    uint64_t cleaned = 0, lines = (sectors + 3) / 4;
+    for (size_t i : by_age(false))
+      if (lines > 0 && ref[i].dirty) {
+        cleaned += 4;
+        ref[i].dirty = false;
+        --lines;
+      }
+    return cleaned;
+  };
+  for (uint64_t line = 0; line < 64; ++line) touch(line, line % 3 == 0);
+  REQUIRE(r.dirty_evicted_sectors == 0);
+  auto run = [&](const std::vector<std::pair<bool, uint64_t>>& calls) {
+    for (const auto& [dirty, sectors] : calls) {
+      if (dirty) CHECK(l2.dirty_youngest(sectors) == youngest(sectors));
+      else CHECK(l2.clean_oldest(sectors) == oldest(sectors));
+    }
+  };
+  run({{true, 10}, {false, 9}, {true, 40}, {false, 20}, {false, 4}, {true, 41}});
+  for (uint64_t line : {5, 17, 40}) touch(line, false);
+  touch(2, true);
+  run({{true, 13}, {false, 30}, {true, 64}, {false, 1}, {true, 6}, {false, 200}});
+  touch(63, false);
+  run({{true, 22}, {false, 3}});
+  uint64_t left = 0;
+  for (const Line& l : ref) left += l.dirty ? 4 : 0;
+  REQUIRE(left > 0);
+  SectoredTags::Result out;
+  for (uint64_t addr = 1 << 20; addr < (1 << 20) + 256 * 1024; addr += 128) l2.access(addr, 128, false, 0, out);
+  CHECK(out.dirty_evicted_sectors == left);  // swept out: the lines the reference left dirty
+}
+
 namespace {
 // The calendar's rules on a plain vector, as a reference for the in-object calendar.
 struct ReferenceCalendar {
