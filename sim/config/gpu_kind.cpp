@@ -55,7 +55,7 @@ void check_consistency(const LoadedConfig& cfg) {
   if (g.kernels.gemm_cta_pair && g.kernels.gemm_cluster_m % 2 != 0)
     bad("kernels.gemm.cluster_m", "must be even with kernels.gemm.cta_pair (a cluster holds whole 2-SM pairs)");
   const SystemParams& sys = g.system;
-  if (sys.gpus() > 4096) bad("system.domains", "domains x gpus_per_domain must be at most 4096 GPUs");
+  if (sys.gpus() > 131072) bad("system.domains", "domains x gpus_per_domain must be at most 131072 GPUs");
   if (sys.gpus_per_domain > 1) {
     if (g.nvlink.links == 0) bad("nvlink.links", "a domain of several GPUs needs NVLink ports (nvlink.links > 0)");
     if (g.nvswitch.count == 0) bad("nvswitch.count", "a domain of several GPUs needs NVSwitch chips (nvswitch.count > 0)");

@@ -34,7 +34,7 @@ template <class Locate>
 void add_system_sections(Schema& s, Locate gpu) {
   section<SystemParams>(s, "system", "The system the chip is part of: NVLink domains of GPUs joined by NICs",
                         [gpu](void* w) { return &static_cast<GpuConfig*>(gpu(w))->system; })
-      .integer("domains", &SystemParams::domains, def("1"), between(1, 4096),
+      .integer("domains", &SystemParams::domains, def("1"), between(1, 16384),
                "NVLink domains (a DGX/HGX node, an NVL72 rack), joined by the NICs")
       .integer("gpus_per_domain", &SystemParams::gpus_per_domain, def("1"), between(1, 576),
                "GPUs in one NVLink domain, all reaching each other through its NVSwitch chips")

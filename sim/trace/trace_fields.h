@@ -16,7 +16,7 @@
 namespace xpusim::trace::detail {
 
 constexpr int64_t kMaxDim = int64_t{1} << 40;  // no single dimension beyond 2^40
-constexpr int64_t kMaxDevice = 4095;
+constexpr int64_t kMaxDevice = 131071;  // 128 Ki GPUs, system.domains x gpus_per_domain at most
 constexpr int64_t kMaxRepeat = int64_t{1} << 20;        // a repeat block's count
 constexpr int64_t kSaturatedCount = int64_t{1} << 62;   // where expanded_count stops counting
 constexpr const char kSwitchingHelp[] = "expected random, zeros or a number from 0 (zeros) to 1 (random data)";

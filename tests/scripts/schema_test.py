@@ -134,11 +134,11 @@ class Schemas(unittest.TestCase):
 
         # Values at the reader's bounds, one field at a time: the schema and the reader agree.
         good = {"xpusim_trace": 1, "name": "t", "ops": [{"name": "g", "kind": "gemm", "m": 64, "n": 64, "k": 64}]}
-        probes = [({"stream": 1023}, True), ({"stream": 1024}, False), ({"device": 4095}, True), ({"device": 4096}, False),
+        probes = [({"stream": 1023}, True), ({"stream": 1024}, False), ({"device": 131071}, True), ({"device": 131072}, False),
                   ({"devices": [0, 1]}, True), ({"devices": [1, 1]}, False), ({"devices": []}, False),
-                  ({"devices": [4096]}, False), ({"devices": "0-7"}, True), ({"devices": "all"}, True),
-                  ({"devices": "some"}, False), ({"devices": "0-4095"}, True), ({"devices": "0-4096"}, False),
-                  ({"devices": "4090-4095"}, True), ({"devices": "0-9999"}, False), ({"name": "g\x07"}, False), ({"name": "g\x7f"}, False),
+                  ({"devices": [131072]}, False), ({"devices": "0-7"}, True), ({"devices": "all"}, True),
+                  ({"devices": "some"}, False), ({"devices": "0-131071"}, True), ({"devices": "0-131072"}, False),
+                  ({"devices": "131060-131071"}, True), ({"devices": "99999-100000"}, True), ({"devices": "0-999999"}, False), ({"name": "g\x07"}, False), ({"name": "g\x7f"}, False),
                   ({"name": "g\u00e9"}, True), ({"name": ""}, False)]
         for change, ok in probes:
             doc = copy.deepcopy(good)

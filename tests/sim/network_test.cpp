@@ -237,3 +237,18 @@ TEST_CASE("an all-reduce across domains runs what the tuner estimates fastest of
             ["collective"]["algorithm"]
                 .as<std::string>() == "ring");
 }
+
+TEST_CASE("a system of 16384 GPUs runs a collective over its last node and one past 131072 GPUs is refused",
+          "[sim][network]") {
+  // Llama 3's 405B ran on 16,384 H100s (2,048 DGX-class nodes): the last node's GPUs are devices
+  // 16376-16383, and an all-reduce over them crosses NVLink only.
+  const std::string ar = one_collective("all_reduce", 67108864.0, ", algorithm: ring, devices: 16376-16383");
+  const std::vector<std::string> big{"system.domains=2048", "network.topology=fat_tree"};
+  const double last = time_of(ar, big);
+  CHECK(last == Approx(time_of(one_collective("all_reduce", 67108864.0, ", algorithm: ring, devices: 0-7"), big)));
+  CHECK(last > 0);
+  CHECK_THAT(error_of([] { xpusim::config::load_config(kDgxNet, {"system.domains=16385"}); }),
+             Catch::Contains("system.domains") && Catch::Contains("[1, 16384]"));
+  CHECK_THAT(error_of([] { xpusim::config::load_config(source_path("configs/systems/gb200-nvl72.yaml"), {"system.domains=2000"}); }),
+             Catch::Contains("at most 131072 GPUs"));
+}
