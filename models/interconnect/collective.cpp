@@ -265,6 +265,7 @@ CollectiveRun run_collective(Fabric& f, const CollectiveParams& p, const Collect
   const int n = static_cast<int>(job.gpus.size());
   double end = start;
   if (n > 1 && job.bytes > 0) end = a.run(f, p, wire(p, run.proto), job, now, start, run);
+  run.traffic.compact();
   run.end_s = end;
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s/%s over %d GPUs%s: %d dependent hops, %d slice%s of %s per chunk, %.0f transfers",

@@ -118,18 +118,18 @@ Fabric::Landing Fabric::stream(double now, double first, double last, int src, i
   const double hop = topo_.link_latency() + topo_.switch_latency();
   const double down_booked = down_[d].reserve(now, up_start + hop, bytes);
   t.nvlink_bytes += 2 * bytes;
-  t.add(t.nvlink_tx, src, bytes);
-  t.add(t.nvlink_rx, dst, bytes);
+  t.nvlink_tx.add(src, bytes);
+  t.nvlink_rx.add(dst, bytes);
   stats_[s].nvlink_tx->value += bytes;
   stats_[d].nvlink_rx->value += bytes;
   return {down_booked - bytes / down_[d].rate() + topo_.link_latency(),
           std::max(down_booked, up_end + hop) + topo_.link_latency()};
 }
 
-double Fabric::nvls_hop(LinkPipe& pipe, std::vector<double>& per_gpu, Stat* stat, double now, double ready,
-                        int gpu, double bytes, Traffic& t) {
+double Fabric::nvls_hop(LinkPipe& pipe, PerIndex& per_gpu, Stat* stat, double now, double ready, int gpu,
+                        double bytes, Traffic& t) {
   t.nvlink_bytes += bytes;
-  t.add(per_gpu, gpu, bytes);
+  per_gpu.add(gpu, bytes);
   stat->value += bytes;
   return pipe.reserve(now, ready, bytes / topo_.nvls_efficiency());
 }
@@ -147,26 +147,26 @@ double Fabric::down(double now, double ready, int gpu, double bytes, Traffic& t)
 double Fabric::nic_up(double now, double ready, int gpu, double bytes, Traffic& t) {
   const size_t g = static_cast<size_t>(gpu);
   t.nic_bytes += bytes;
-  t.add(t.nic_tx, gpu, bytes);
+  t.nic_tx.add(gpu, bytes);
   stats_[g].nic_tx->value += bytes;
   return nic_tx_[g].reserve(now, ready, bytes);
 }
 
 double Fabric::nic_down(double now, double ready, int gpu, double bytes, Traffic& t) {
   const size_t g = static_cast<size_t>(gpu);
-  t.add(t.nic_rx, gpu, bytes);
+  t.nic_rx.add(gpu, bytes);
   stats_[g].nic_rx->value += bytes;
   return nic_rx_[g].reserve(now, ready, bytes);
 }
 
 double Fabric::leaf_up(double now, double ready, int leaf, double bytes, Traffic& t) {
-  t.add(t.leaf_up, leaf, bytes);
+  t.leaf_up.add(leaf, bytes);
   leaf_stats_[static_cast<size_t>(leaf)].up->value += bytes;
   return leaf_up_[static_cast<size_t>(leaf)].reserve(now, ready, bytes);
 }
 
 double Fabric::leaf_down(double now, double ready, int leaf, double bytes, Traffic& t) {
-  t.add(t.leaf_down, leaf, bytes);
+  t.leaf_down.add(leaf, bytes);
   leaf_stats_[static_cast<size_t>(leaf)].down->value += bytes;
   return leaf_down_[static_cast<size_t>(leaf)].reserve(now, ready, bytes);
 }

@@ -6,6 +6,7 @@
 // NIC is a pipe per direction; pipes are `LinkPipe` calendars, so transfers of
 // concurrent collectives queue behind one another. Collective algorithms (collective.h) are
 // written as transfers over this fabric.
+#include <utility>
 #include <vector>
 
 #include "models/common/bandwidth_resource.h"
@@ -15,16 +16,43 @@
 
 namespace xpusim {
 
+// Bytes per GPU (or per leaf): a slot per index while a collective books its transfers, then
+// only the indices with bytes (compact()). A run keeps every collective's result, and one over
+// GPUs thousands apart (a data-parallel group of a 16,384-GPU system) would otherwise hold a
+// slot for every GPU below its last.
+class PerIndex {
+ public:
+  void add(int i, double bytes) {
+    if (dense_.size() <= static_cast<size_t>(i)) dense_.resize(static_cast<size_t>(i) + 1, 0.0);
+    dense_[static_cast<size_t>(i)] += bytes;
+  }
+  void compact() {
+    for (size_t i = 0; i < dense_.size(); ++i)
+      if (dense_[i] != 0) entries_.emplace_back(static_cast<int>(i), dense_[i]);
+    std::vector<double>().swap(dense_);
+  }
+  // f(index, bytes) for each index with bytes, in increasing order (and, before compact(), for
+  // each index below the last with its zeros).
+  template <class F>
+  void for_each(F&& f) const {
+    for (size_t i = 0; i < dense_.size(); ++i) f(static_cast<int>(i), dense_[i]);
+    for (const auto& [i, b] : entries_) f(i, b);
+  }
+
+ private:
+  std::vector<double> dense_;
+  std::vector<std::pair<int, double>> entries_;
+};
+
 // What one collective put on the wires.
 struct Traffic {
   double nvlink_bytes = 0;  // payload bytes x NVLink hops (GPU -> switch and switch -> GPU are two hops)
   double nic_bytes = 0;     // payload bytes sent through NICs
-  // Per GPU: payload through its NVLink ports and its NIC, each direction (sized on first use).
-  std::vector<double> nvlink_tx, nvlink_rx, nic_tx, nic_rx;
-  std::vector<double> leaf_up, leaf_down;  // per leaf: payload through its links to and from the spine (fat_tree)
-  void add(std::vector<double>& v, int gpu, double bytes) {
-    if (v.size() <= static_cast<size_t>(gpu)) v.resize(static_cast<size_t>(gpu) + 1, 0.0);
-    v[static_cast<size_t>(gpu)] += bytes;
+  // Per GPU: payload through its NVLink ports and its NIC, each direction.
+  PerIndex nvlink_tx, nvlink_rx, nic_tx, nic_rx;
+  PerIndex leaf_up, leaf_down;  // per leaf: payload through its links to and from the spine (fat_tree)
+  void compact() {
+    for (PerIndex* v : {&nvlink_tx, &nvlink_rx, &nic_tx, &nic_rx, &leaf_up, &leaf_down}) v->compact();
   }
 };
 
@@ -112,8 +140,8 @@ class Fabric : public sc_core::sc_module {
 
  private:
   // One hop of an in-switch collective on `pipe` (a GPU's up or down ports).
-  double nvls_hop(LinkPipe& pipe, std::vector<double>& per_gpu, Stat* stat, double now, double ready, int gpu,
-                  double bytes, Traffic& t);
+  double nvls_hop(LinkPipe& pipe, PerIndex& per_gpu, Stat* stat, double now, double ready, int gpu, double bytes,
+                  Traffic& t);
 
   // A send between domains from the NIC of GPU `via`: NIC, leaf uplink and downlink where it
   // climbs to the spine, NIC.

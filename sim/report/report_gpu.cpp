@@ -132,12 +132,12 @@ Report build_gpu(const config::LoadedConfig& cfg, const trace::Trace& t, const e
       // (1 + 1/n) x size per port rather than the 2(n-1)/n the bus factor assumes, so its busbw
       // may exceed the links' rate while its ports are not full.)
       const double tt = m.time_s > 0 ? m.time_s : 1e-30;
-      auto busiest = [&](const std::vector<double>& v, bool nvlink) {
+      auto busiest = [&](const PerIndex& v, bool nvlink) {
         double u = 0;
-        for (size_t d = 0; d < v.size(); ++d) {
-          const double rate = nvlink ? topo.nvlink_rate(static_cast<int>(d)) : topo.nic_rate();
-          if (rate > 0) u = std::max(u, v[d] / tt / rate);
-        }
+        v.for_each([&](int d, double bytes) {
+          const double rate = nvlink ? topo.nvlink_rate(d) : topo.nic_rate();
+          if (rate > 0) u = std::max(u, bytes / tt / rate);
+        });
         return u;
       };
       m.nvlink_util = std::max(busiest(c.traffic.nvlink_tx, true), busiest(c.traffic.nvlink_rx, true));
@@ -145,8 +145,8 @@ Report build_gpu(const config::LoadedConfig& cfg, const trace::Trace& t, const e
       // A fat tree's leaf uplinks, where traffic climbed to the spine.
       double spine_util = 0;
       if (topo.fat_tree())
-        for (const auto* v : {&c.traffic.leaf_up, &c.traffic.leaf_down})
-          for (double b : *v) spine_util = std::max(spine_util, b / tt / topo.uplink_rate());
+        for (const PerIndex* v : {&c.traffic.leaf_up, &c.traffic.leaf_down})
+          v->for_each([&](int, double b) { spine_util = std::max(spine_util, b / tt / topo.uplink_rate()); });
       m.bound = std::max({m.nvlink_util, m.nic_util, spine_util}) < kSaturated ? "latency"
                 : spine_util > std::max(m.nic_util, m.nvlink_util)            ? "network (spine) bandwidth"
                 : m.nic_util >= m.nvlink_util                                 ? "network (NIC) bandwidth"

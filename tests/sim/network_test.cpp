@@ -252,3 +252,22 @@ TEST_CASE("a system of 16384 GPUs runs a collective over its last node and one p
   CHECK_THAT(error_of([] { xpusim::config::load_config(source_path("configs/systems/gb200-nvl72.yaml"), {"system.domains=2000"}); }),
              Catch::Contains("at most 131072 GPUs"));
 }
+
+TEST_CASE("a collective's traffic keeps the GPUs it used and not a slot for every GPU below them",
+          "[sim][network]") {
+  // A data-parallel group's first and last GPUs of a 16,384-GPU system: booked a slot per index,
+  // then compacted to its two GPUs, in order, with their bytes summed.
+  xpusim::PerIndex v;
+  v.add(16383, 2.0);
+  v.add(0, 1.0);
+  v.add(16383, 3.0);
+  int slots = 0;
+  v.for_each([&](int, double) { ++slots; });
+  CHECK(slots == 16384);
+  v.compact();
+  std::vector<std::pair<int, double>> seen;
+  v.for_each([&](int i, double b) { seen.emplace_back(i, b); });
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0] == std::make_pair(0, 1.0));
+  CHECK(seen[1] == std::make_pair(16383, 5.0));
+}
