@@ -184,6 +184,17 @@ SectoredTags::AgeHistogram SectoredTags::age_histogram(uint32_t Masks::*field) c
   return h;
 }
 
+void SectoredTags::clear_dirty_list() {
+  dirty_.clear();
+  dirty_lo_ = std::numeric_limits<uint32_t>::max(), dirty_hi_ = 0;
+}
+
+void SectoredTags::list_dirty(uint64_t way, uint32_t age, uint32_t dirty) {
+  dirty_.push_back({way, age, static_cast<uint32_t>(popcount32(dirty))});
+  dirty_lo_ = std::min(dirty_lo_, age);
+  dirty_hi_ = std::max(dirty_hi_, age);
+}
+
 uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
   if (sectors == 0) return 0;
   // One pass over the tags lists the dirty lines, in order, with the range of their ages; two
@@ -192,14 +203,9 @@ uint64_t SectoredTags::clean_oldest(uint64_t sectors) {
   // list, less the lines cleaned, stays valid until a line is touched (dirty_youngest() lists
   // them anew as it marks them), so that a next call starts from it.
   if (!dirty_ok_) {
-    dirty_.clear();
-    dirty_lo_ = std::numeric_limits<uint32_t>::max(), dirty_hi_ = 0;
+    clear_dirty_list();
     for (uint64_t i = 0; i < ways_total_; ++i)
-      if (masks_[i].dirty) {
-        dirty_.push_back({i, age_[i], static_cast<uint32_t>(popcount32(masks_[i].dirty))});
-        dirty_lo_ = std::min(dirty_lo_, age_[i]);
-        dirty_hi_ = std::max(dirty_hi_, age_[i]);
-      }
+      if (masks_[i].dirty) list_dirty(i, age_[i], masks_[i].dirty);
     dirty_ok_ = true;
   }
   if (dirty_.empty()) return 0;
@@ -253,8 +259,7 @@ uint64_t SectoredTags::dirty_youngest(uint64_t sectors) {
   while (cut >= 0 && above + h.sectors[static_cast<size_t>(cut)] <= sectors) above += h.sectors[static_cast<size_t>(cut--)];
   uint64_t left = sectors - above;  // to mark in bucket `cut`
   uint64_t were_dirty = 0;
-  dirty_.clear();
-  dirty_lo_ = std::numeric_limits<uint32_t>::max(), dirty_hi_ = 0;
+  clear_dirty_list();
   for (uint64_t i = 0; i < ways_total_; ++i) {
     Masks& m = masks_[i];
     if (!m.valid) continue;
@@ -265,11 +270,7 @@ uint64_t SectoredTags::dirty_youngest(uint64_t sectors) {
       were_dirty += popcount32(m.dirty);
       m.dirty = m.valid;
     }
-    if (m.dirty) {
-      dirty_.push_back({i, age, static_cast<uint32_t>(popcount32(m.dirty))});
-      dirty_lo_ = std::min(dirty_lo_, age);
-      dirty_hi_ = std::max(dirty_hi_, age);
-    }
+    if (m.dirty) list_dirty(i, age, m.dirty);
   }
   dirty_ok_ = true;
   return were_dirty;

@@ -138,6 +138,9 @@ class SectoredTags {
     uint32_t age = 0;
     uint32_t sectors = 0;
   };
+  // Empties the list of dirty lines; appends way `way` (its age and dirty sectors) to it.
+  void clear_dirty_list();
+  void list_dirty(uint64_t way, uint32_t age, uint32_t dirty);
   void touch_line(uint64_t line, uint64_t first, uint32_t sectors, bool write, Result& r);
   uint64_t set_start(uint64_t line, uint32_t slice) const {
     return (static_cast<uint64_t>(slice) * sets_ + set_of(line)) * static_cast<uint64_t>(ways_);
