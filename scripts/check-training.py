@@ -28,6 +28,10 @@ A100_PEAK, H100_PEAK = 312e12, 989.4e12  # dense bf16 tensor FLOP/s (datasheets)
 # unit: step_s (seconds per step), model_tflops (model FLOPs per second per GPU, no
 # recomputation counted), hw_tflops_full (FLOPs with full recomputation, Narayanan et al.'s eq. 3),
 # tokens (tokens per second per GPU).
+# The Llama 3 paper's 16,384-GPU layout (its Table 4), shared by the two cases that run it.
+LLAMA3_16K = ["--prompt", "8192", "--batch", "16", "--microbatches", "16", "--tp", "8", "--pp", "16", "--dp", "128",
+              "--sequence-parallel", "--recompute", "none", "--attention", "fused", "--zero", "2", "--mirror-replicas"]
+
 CASES = [
     {"id": "22b-tp8-sp-selective", "source": "Korthikanti et al. 2022, Table 5 (Present Work)",
      "card": "gpt-22b", "config": "systems/dgx-a100.yaml", "sets": [],
@@ -82,17 +86,14 @@ CASES = [
      # with its flexible N gives no V), the generator's layer split (the 14 first stages 8 layers,
      # the last two 7, where the paper has 7 on the first and the last), the SuperPOD's
      # non-blocking fat tree (the paper's cluster is 1:7 oversubscribed above pods of 3,072 GPUs).
-     "args": ["--prompt", "8192", "--batch", "16", "--microbatches", "16", "--tp", "8", "--pp", "16", "--dp", "128",
-              "--sequence-parallel", "--recompute", "none", "--attention", "fused", "--zero", "2", "--mirror-replicas"],
+     "args": LLAMA3_16K,
      "run": ["--limit", "cta_steps=1e11"], "published": 400, "unit": "model_tflops"},
     {"id": "405b-16384-llama3-v2", "source": "Llama 3 (Llama Team 2024), Table 4 (16,384 GPUs, 8K sequence)",
      "card": "llama-3-405b", "config": "systems/dgx-h100-superpod.yaml", "sets": ["system.domains=2048"],
      # As above with the interleaved schedule the paper runs, at 2 virtual stages: the paper does
      # not give V; 2 is its Figure 6's and the fewest that interleave (chosen after the 1F1B case
      # had run: docs/validation.md reports both).
-     "args": ["--prompt", "8192", "--batch", "16", "--microbatches", "16", "--tp", "8", "--pp", "16", "--dp", "128",
-              "--schedule", "interleaved", "--virtual-stages", "2",
-              "--sequence-parallel", "--recompute", "none", "--attention", "fused", "--zero", "2", "--mirror-replicas"],
+     "args": LLAMA3_16K + ["--schedule", "interleaved", "--virtual-stages", "2"],
      "run": ["--limit", "cta_steps=1e11"], "published": 400, "unit": "model_tflops"},
 ]
 
